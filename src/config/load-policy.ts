@@ -1,0 +1,126 @@
+import { createHash } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { isMap, isNode, isScalar, isSeq, LineCounter, parseDocument, type Document } from 'yaml';
+import type { z } from 'zod';
+import { compilePolicy, type CompiledPolicy } from '../policy/compile.js';
+import { policySchema } from '../policy/schema.js';
+
+/** One reason a policy was refused, located in its file. */
+export interface PolicyError {
+  readonly file: string;
+  readonly line: number;
+  readonly column: number;
+  readonly message: string;
+}
+
+export type PolicyLoadResult = { ok: true; policy: CompiledPolicy } | { ok: false; errors: PolicyError[] };
+
+export function formatPolicyError(error: PolicyError): string {
+  return `${error.file}:${error.line}:${error.column}: ${error.message}`;
+}
+
+/** Thrown by loadPolicyOrThrow; its message holds one line per problem. */
+export class PolicyLoadError extends Error {
+  readonly errors: readonly PolicyError[];
+
+  constructor(errors: readonly PolicyError[]) {
+    super(errors.map(formatPolicyError).join('\n'));
+    this.name = 'PolicyLoadError';
+    this.errors = errors;
+  }
+}
+
+type DocPath = readonly PropertyKey[];
+
+/** The child of a YAML collection under `key`, matching map keys by their printed form (YAML keys may be numbers). */
+function child(node: unknown, key: PropertyKey): { key: unknown; value: unknown } | undefined {
+  if (isMap(node)) {
+    const pair = node.items.find((item) => isScalar(item.key) && String(item.key.value) === String(key));
+    return pair ? { key: pair.key, value: pair.value } : undefined;
+  }
+  if (isSeq(node) && typeof key === 'number') {
+    const value = node.items[key];
+    return value === undefined ? undefined : { key: value, value };
+  }
+  return undefined;
+}
+
+/**
+ * Source offset for a problem at `path`: the value's node, or the key's node when `atKey` is set
+ * (an unknown field), or else the nearest ancestor that exists (a missing field).
+ */
+function offsetOf(doc: Document, path: DocPath, atKey?: string): number {
+  let node: unknown = doc.contents;
+  let offset = isNode(node) && node.range ? node.range[0] : 0;
+  for (const key of atKey === undefined ? path : [...path, atKey]) {
+    const next = child(node, key);
+    if (!next) break;
+    const located = key === atKey && isNode(next.key) ? next.key : next.value;
+    if (isNode(located) && located.range) offset = located.range[0];
+    node = next.value;
+  }
+  return offset;
+}
+
+function describePath(path: DocPath): string {
+  return path.length === 0 ? '' : `${path.map(String).join('.')}: `;
+}
+
+/**
+ * Parses and validates a policy held in memory. `file` only names it in errors.
+ * Every problem is reported, not just the first, each with its line and column.
+ */
+export function parsePolicy(source: string, file: string): PolicyLoadResult {
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(source, { lineCounter, prettyErrors: false, uniqueKeys: true });
+  const at = (offset: number, message: string): PolicyError => {
+    const { line, col } = lineCounter.linePos(offset);
+    return { file, line, column: col, message };
+  };
+
+  if (doc.errors.length > 0) {
+    return { ok: false, errors: doc.errors.map((e) => at(e.pos[0], `invalid YAML: ${e.message.split('\n')[0]}`)) };
+  }
+
+  const parsed = policySchema.safeParse(doc.toJS({ maxAliasCount: 0 }));
+  if (!parsed.success) {
+    return {
+      ok: false,
+      errors: parsed.error.issues.map((issue: z.core.$ZodIssue) => {
+        if (issue.code === 'unrecognized_keys') {
+          const key = issue.keys[0]!;
+          return at(offsetOf(doc, issue.path, key), `${describePath([...issue.path, key])}unknown field "${key}"`);
+        }
+        return at(offsetOf(doc, issue.path), `${describePath(issue.path)}${issue.message}`);
+      }),
+    };
+  }
+
+  const contentHash = createHash('sha256').update(source).digest('hex');
+  const compiled = compilePolicy(parsed.data, contentHash);
+  if (!compiled.ok) {
+    return {
+      ok: false,
+      errors: compiled.problems.map((p) => at(offsetOf(doc, p.path), `${describePath(p.path)}${p.message}`)),
+    };
+  }
+  return { ok: true, policy: compiled.policy };
+}
+
+/** Reads and validates a policy file. */
+export async function loadPolicy(file: string): Promise<PolicyLoadResult> {
+  let source: string;
+  try {
+    source = await readFile(file, 'utf8');
+  } catch (err) {
+    const reason = (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'file not found' : (err as Error).message;
+    return { ok: false, errors: [{ file, line: 0, column: 0, message: `cannot read policy: ${reason}` }] };
+  }
+  return parsePolicy(source, file);
+}
+
+export async function loadPolicyOrThrow(file: string): Promise<CompiledPolicy> {
+  const result = await loadPolicy(file);
+  if (!result.ok) throw new PolicyLoadError(result.errors);
+  return result.policy;
+}

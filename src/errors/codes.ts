@@ -1,0 +1,117 @@
+/**
+ * The one error table. Every response the gateway itself produces for a failure comes from here:
+ * a stable code (for logs and metrics) maps to an HTTP status, and a status maps to exactly one body.
+ * Bodies are keyed by status, not by code, so that "does not exist" and "belongs to another acquirer"
+ * cannot differ by a single byte. The README's error table is checked against this file by a test.
+ */
+
+/** Public message for each status the gateway can answer with. */
+export const STATUS_MESSAGES = {
+  400: 'Bad request',
+  401: 'Invalid authentication information',
+  403: 'Unauthorized',
+  404: 'Not found',
+  500: 'Internal server error',
+  502: 'Bad gateway',
+  503: 'Service unavailable',
+  504: 'Gateway timeout',
+} as const;
+
+export type ErrorStatus = keyof typeof STATUS_MESSAGES;
+
+/** Why a request was refused; used as a metric label, so the set is closed and small. */
+export type DenialReason =
+  | 'missing_key'
+  | 'invalid_key'
+  | 'disabled_key'
+  | 'ip_not_allowed'
+  | 'permission_denied'
+  | 'not_found'
+  | 'non_canonical_path'
+  | 'bad_request'
+  | 'key_store_unavailable'
+  | 'upstream_status'
+  | 'upstream_unreachable'
+  | 'upstream_timeout'
+  | 'internal';
+
+export interface ErrorDefinition {
+  readonly status: ErrorStatus;
+  readonly reason: DenialReason;
+  /** One line for operators; never sent to clients. */
+  readonly description: string;
+}
+
+export const ERROR_CODES = {
+  API_KEY_MISSING: {
+    status: 401,
+    reason: 'missing_key',
+    description: 'No Authorization header, or a scheme other than Bearer.',
+  },
+  API_KEY_MALFORMED: {
+    status: 401,
+    reason: 'invalid_key',
+    description: 'The bearer token is not of the acquirer key form.',
+  },
+  API_KEY_UNKNOWN: {
+    status: 401,
+    reason: 'invalid_key',
+    description: 'No key with this value exists.',
+  },
+  API_KEY_DISABLED: {
+    status: 401,
+    reason: 'disabled_key',
+    description: 'The key was disabled (permanently).',
+  },
+  IP_NOT_ALLOWED: {
+    status: 401,
+    reason: 'ip_not_allowed',
+    description: "The client address is outside the key's IP whitelist.",
+  },
+  ROUTE_NOT_FOUND: {
+    status: 404,
+    reason: 'not_found',
+    description: 'The policy declares no route for this method and path.',
+  },
+  NON_CANONICAL_PATH: {
+    status: 404,
+    reason: 'non_canonical_path',
+    description: 'The request-target is not in canonical form; it is never forwarded.',
+  },
+  PERMISSION_DENIED: {
+    status: 403,
+    reason: 'permission_denied',
+    description: 'The key lacks a permission the route requires.',
+  },
+  BAD_REQUEST: {
+    status: 400,
+    reason: 'bad_request',
+    description: 'The request cannot be judged safely (duplicate Authorization, a body on a route that takes none).',
+  },
+  KEY_STORE_UNAVAILABLE: {
+    status: 503,
+    reason: 'key_store_unavailable',
+    description: 'The key is not cached and Redis did not answer in time.',
+  },
+  UPSTREAM_UNREACHABLE: {
+    status: 502,
+    reason: 'upstream_unreachable',
+    description: 'The upstream refused, reset or could not be reached.',
+  },
+  UPSTREAM_TIMEOUT: {
+    status: 504,
+    reason: 'upstream_timeout',
+    description: 'The upstream did not start answering within UPSTREAM_TIMEOUT_MS.',
+  },
+  INTERNAL: {
+    status: 500,
+    reason: 'internal',
+    description: 'A fault in the gateway itself; details go to the log only.',
+  },
+} as const satisfies Record<string, ErrorDefinition>;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+export function isErrorStatus(status: number): status is ErrorStatus {
+  return Object.hasOwn(STATUS_MESSAGES, status);
+}

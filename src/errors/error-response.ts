@@ -1,0 +1,37 @@
+import type { ServerResponse } from 'node:http';
+import { STATUS_MESSAGES, type ErrorStatus } from './codes.js';
+
+const CONTENT_TYPE = 'application/json; charset=utf-8';
+
+/** Precomputed once: the exact bytes and headers for each error status. */
+const RESPONSES = new Map<number, { body: Buffer; headers: Record<string, string> }>(
+  Object.entries(STATUS_MESSAGES).map(([status, message]) => {
+    const body = Buffer.from(JSON.stringify({ message }));
+    return [
+      Number(status),
+      { body, headers: { 'content-type': CONTENT_TYPE, 'content-length': String(body.length) } },
+    ];
+  }),
+);
+
+/** The documented body for a status, as the client receives it. */
+export function errorBody(status: ErrorStatus): Buffer {
+  return RESPONSES.get(status)!.body;
+}
+
+/**
+ * Writes the documented error response for `status`. The only place an error becomes bytes on the wire:
+ * any header set earlier on `res` is dropped, so a response is identical whoever produced it.
+ * When the headers already went out (a failure mid-stream), the connection is cut instead, so the
+ * client sees a truncated response rather than a silently short one.
+ */
+export function sendError(res: ServerResponse, status: ErrorStatus): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  const response = RESPONSES.get(status)!;
+  for (const name of res.getHeaderNames()) res.removeHeader(name);
+  res.writeHead(status, response.headers);
+  res.end(response.body);
+}

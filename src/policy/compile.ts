@@ -1,0 +1,144 @@
+import { isErrorStatus, type ErrorStatus } from '../errors/codes.js';
+import type { PolicyDocument } from './schema.js';
+import { compileTemplate, overlappingPath, TemplateError, type CompiledTemplate } from './template.js';
+
+export interface Permission {
+  readonly name: string;
+  readonly description: string;
+}
+
+export interface CompiledRoute {
+  readonly id: string;
+  readonly method: string;
+  /** The template as written in the policy. */
+  readonly path: string;
+  readonly template: CompiledTemplate;
+  readonly permissions: readonly string[];
+  readonly serve: 'permission_catalogue' | undefined;
+}
+
+export interface CompiledPolicy {
+  /** SHA-256 of the file's bytes; identifies the loaded policy in logs and metrics. */
+  readonly contentHash: string;
+  /** Lower case, as Node presents incoming header names. */
+  readonly acquirerHeader: string;
+  readonly routes: readonly CompiledRoute[];
+  readonly routesByMethod: ReadonlyMap<string, readonly CompiledRoute[]>;
+  readonly upstreamStatusMap: ReadonlyMap<number, ErrorStatus>;
+  readonly permissions: readonly Permission[];
+  readonly permissionNames: ReadonlySet<string>;
+  /** The permission catalogue response, serialised once. */
+  readonly catalogueBody: Buffer;
+}
+
+/** A problem found in a policy, located by its path in the document (e.g. routes.2.permissions.0). */
+export interface PolicyProblem {
+  readonly path: readonly (string | number)[];
+  readonly message: string;
+}
+
+export type CompileResult = { ok: true; policy: CompiledPolicy } | { ok: false; problems: PolicyProblem[] };
+
+/** Headers the gateway itself controls; the policy cannot name one of them as the identity header. */
+const RESERVED_HEADERS = new Set([
+  'authorization', 'host', 'connection', 'keep-alive', 'proxy-connection', 'proxy-authorization',
+  'proxy-authenticate', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'content-length', 'content-type',
+  'cookie', 'forwarded', 'x-forwarded-for', 'x-forwarded-host', 'x-forwarded-proto', 'x-real-ip',
+]);
+
+/**
+ * Checks what the schema cannot (references, uniqueness, templates, ambiguity) and builds the
+ * structures the request path uses, so that no request ever re-derives them.
+ */
+export function compilePolicy(doc: PolicyDocument, contentHash: string): CompileResult {
+  const problems: PolicyProblem[] = [];
+  const problem = (path: (string | number)[], message: string) => problems.push({ path, message });
+
+  const acquirerHeader = doc.acquirer_header.toLowerCase();
+  if (RESERVED_HEADERS.has(acquirerHeader)) {
+    problem(['acquirer_header'], `"${doc.acquirer_header}" is a header the gateway controls; choose another`);
+  }
+
+  const permissionNames = new Set<string>();
+  doc.permissions.forEach((permission, i) => {
+    if (permissionNames.has(permission.name)) problem(['permissions', i, 'name'], `duplicate permission "${permission.name}"`);
+    permissionNames.add(permission.name);
+  });
+
+  const upstreamStatusMap = new Map<number, ErrorStatus>();
+  for (const [from, to] of Object.entries(doc.upstream_status_map)) {
+    if (!isErrorStatus(to)) {
+      problem(['upstream_status_map', from], `${to} is not a status the gateway has a documented body for`);
+      continue;
+    }
+    upstreamStatusMap.set(Number(from), to);
+  }
+
+  const routes: CompiledRoute[] = [];
+  const routeIndexes: number[] = [];
+  const seenIds = new Map<string, number>();
+  doc.routes.forEach((route, i) => {
+    const previous = seenIds.get(route.id);
+    if (previous !== undefined) problem(['routes', i, 'id'], `duplicate route id "${route.id}" (also routes.${previous})`);
+    seenIds.set(route.id, i);
+
+    route.permissions.forEach((name, j) => {
+      if (!permissionNames.has(name)) problem(['routes', i, 'permissions', j], `unknown permission "${name}" (not in the catalogue)`);
+      if (route.permissions.indexOf(name) !== j) problem(['routes', i, 'permissions', j], `permission "${name}" listed twice`);
+    });
+    if (route.serve === 'permission_catalogue' && route.method !== 'GET') {
+      problem(['routes', i, 'method'], 'the permission catalogue is served for GET only');
+    }
+
+    let template: CompiledTemplate;
+    try {
+      template = compileTemplate(route.path, route.params ?? {});
+    } catch (err) {
+      if (!(err instanceof TemplateError)) throw err;
+      problem(['routes', i, 'path'], `bad path template: ${err.message}`);
+      return;
+    }
+    for (const [j, other] of routes.entries()) {
+      if (other.method !== route.method) continue;
+      const witness = overlappingPath(other.template, template);
+      if (witness === null) continue;
+      const kind = other.path === route.path ? 'duplicates' : 'is ambiguous with';
+      problem(
+        ['routes', i, 'path'],
+        `${route.method} ${route.path} ${kind} route "${other.id}" (routes.${routeIndexes[j]}): both match ${witness}`,
+      );
+    }
+    routeIndexes.push(i);
+    routes.push({
+      id: route.id,
+      method: route.method,
+      path: route.path,
+      template,
+      permissions: route.permissions,
+      serve: route.serve,
+    });
+  });
+
+  if (problems.length > 0) return { ok: false, problems };
+
+  const routesByMethod = new Map<string, CompiledRoute[]>();
+  for (const route of routes) {
+    const list = routesByMethod.get(route.method) ?? [];
+    list.push(route);
+    routesByMethod.set(route.method, list);
+  }
+  const permissions = doc.permissions.map(({ name, description }) => ({ name, description }));
+  return {
+    ok: true,
+    policy: {
+      contentHash,
+      acquirerHeader,
+      routes,
+      routesByMethod,
+      upstreamStatusMap,
+      permissions,
+      permissionNames,
+      catalogueBody: Buffer.from(JSON.stringify({ permissions })),
+    },
+  };
+}

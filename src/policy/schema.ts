@@ -1,0 +1,55 @@
+import { z } from 'zod';
+import { PARAM_TYPE_NAMES } from './param-types.js';
+
+/**
+ * The policy file's shape. Field descriptions here are the reference the README follows.
+ * Objects are strict: an unknown field is an error, never silently ignored.
+ */
+const permissionName = z
+  .string()
+  .regex(/^[a-z0-9]+(?:_[a-z0-9]+)+$/, 'must be of the form <group>_<action> (lower case, digits, underscores)');
+
+export const permissionSchema = z.strictObject({
+  name: permissionName.describe('Permission name, <group>_<action>.'),
+  description: z.string().min(1).describe('What the permission grants; served by the permission catalogue route.'),
+});
+
+export const SERVED_BY_GATEWAY = ['permission_catalogue'] as const;
+export const HTTP_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
+
+export const routeSchema = z.strictObject({
+  id: z
+    .string()
+    .regex(/^[a-z][a-z0-9_]{0,63}$/, 'must be lower case letters, digits and underscores, starting with a letter')
+    .describe('Stable identifier; used in metrics and logs.'),
+  method: z.enum(HTTP_METHODS).describe('HTTP method, upper case. HEAD and OPTIONS are never implied.'),
+  path: z.string().describe('Path template: literal segments and at most one :name parameter per segment.'),
+  params: z
+    .record(z.string(), z.enum(PARAM_TYPE_NAMES))
+    .optional()
+    .describe('Type of each :name parameter of the path.'),
+  permissions: z
+    .array(permissionName)
+    .describe('Permissions the key must carry, all of them. Empty: any valid key.'),
+  serve: z
+    .enum(SERVED_BY_GATEWAY)
+    .optional()
+    .describe('Answered by the gateway itself instead of the upstream.'),
+});
+
+export const policySchema = z.strictObject({
+  version: z.literal(1).describe('Policy format version.'),
+  acquirer_header: z
+    .string()
+    .regex(/^[A-Za-z0-9][A-Za-z0-9-]*$/, 'must be an HTTP header name of letters, digits and hyphens')
+    .describe('Header that carries the acquirer id upstream.'),
+  upstream_status_map: z
+    .record(z.string().regex(/^[45][0-9]{2}$/, 'must be an HTTP status from 400 to 599'), z.number().int())
+    .default({})
+    .describe('Upstream status → status the gateway answers with (documented body).'),
+  permissions: z.array(permissionSchema).min(1).describe('The permission catalogue.'),
+  routes: z.array(routeSchema).min(1).describe('The routes; anything else is 404.'),
+});
+
+export type PolicyDocument = z.infer<typeof policySchema>;
+export type RouteDocument = z.infer<typeof routeSchema>;
