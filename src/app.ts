@@ -1,0 +1,42 @@
+import type http from 'node:http';
+import express, { type Express } from 'express';
+import { createErrorHandler } from './errors/error-handler.js';
+import type { KeyResolver } from './keys/key-resolver.js';
+import type { Logger } from './logger.js';
+import type { IpAllowlist } from './net/ip-allowlist.js';
+import { createPipeline } from './pipeline.js';
+import type { CompiledPolicy } from './policy/compile.js';
+import { createUpstreamProxy } from './proxy/upstream-proxy.js';
+import './request-context.js';
+
+export interface AppDeps {
+  /** The current policy; read once per request, so a later reload never changes a request mid-way. */
+  readonly policy: () => CompiledPolicy;
+  readonly resolver: KeyResolver;
+  readonly trustedProxies: IpAllowlist | null;
+  readonly upstream: { readonly url: string; readonly timeoutMs: number; readonly agent: http.Agent };
+  readonly logger: Logger;
+}
+
+/** Builds the public app. No I/O here: listening, Redis and the policy file belong to the caller. */
+export function createApp(deps: AppDeps): Express {
+  const app = express();
+  // A proxy uses none of these, and each would either cost time or answer for the upstream.
+  app.disable('x-powered-by');
+  app.disable('etag');
+  app.set('query parser', false);
+
+  const proxy = createUpstreamProxy({
+    target: deps.upstream.url,
+    timeoutMs: deps.upstream.timeoutMs,
+    agent: deps.upstream.agent,
+    logger: deps.logger,
+  });
+  app.use(function snapshotPolicy(_req, res, next) {
+    res.locals.policy = deps.policy();
+    next();
+  });
+  app.use(createPipeline({ resolver: deps.resolver, trustedProxies: deps.trustedProxies, proxy }));
+  app.use(createErrorHandler(deps.logger));
+  return app;
+}

@@ -1,0 +1,38 @@
+#!/usr/bin/env node
+import { keysCommand } from './cli/keys-command.js';
+import { serveCommand } from './cli/serve-command.js';
+import { CommandError, UsageError } from './cli/usage-error.js';
+
+const USAGE = `usage: acquirer-gateway <command>
+  serve              run the gateway (configuration from the environment or --flags; see README)
+  keys <subcommand>  create, update, disable, show and list API keys in Redis`;
+
+async function main(argv: string[]): Promise<void> {
+  const [command, ...args] = argv;
+  switch (command) {
+    case 'serve':
+      return serveCommand(args);
+    case 'keys':
+      return keysCommand(args, { env: process.env, out: (line) => process.stdout.write(line + '\n') });
+    case undefined:
+    case '--help':
+    case 'help':
+      process.stdout.write(USAGE + '\n');
+      return;
+    default:
+      throw new UsageError(`unknown command "${command}"\n${USAGE}`);
+  }
+}
+
+main(process.argv.slice(2)).catch((err: unknown) => {
+  if (err instanceof UsageError) {
+    process.stderr.write(`acquirer-gateway: ${err.message}\n`);
+    process.exit(2);
+  }
+  if (err instanceof CommandError) {
+    process.stderr.write(`acquirer-gateway: ${err.message}\n`);
+    process.exit(1);
+  }
+  process.stderr.write(`acquirer-gateway: unexpected error: ${(err as Error)?.stack ?? String(err)}\n`);
+  process.exit(1);
+});

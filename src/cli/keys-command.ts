@@ -1,0 +1,170 @@
+import { parseArgs, type ParseArgsOptionsConfig } from 'node:util';
+import { DEFAULT_POLICY_FILE, DEFAULT_REDIS_URL } from '../config/env.js';
+import { loadPolicy, formatPolicyError } from '../config/load-policy.js';
+import {
+  generateKey,
+  generateKeyId,
+  hashKey,
+  isValidAcquirerId,
+  toPublicRecord,
+  type ApiKeyRecord,
+} from '../keys/api-key.js';
+import { KeyDisabledError, KeyNotFoundError, type KeyStore } from '../keys/key-store.js';
+import { DEFAULT_REDIS_KEY_PREFIX, RedisKeyStore } from '../keys/redis-key-store.js';
+import { parseCidr } from '../net/ip-allowlist.js';
+import { CommandError, UsageError } from './usage-error.js';
+
+export const KEYS_USAGE = `usage:
+  acquirer-gateway keys create --acquirer ID --permissions p1,p2 [--allow-ip CIDR,CIDR] [--description TEXT]
+  acquirer-gateway keys update ID [--permissions p1,p2] [--allow-ip CIDR,CIDR]
+  acquirer-gateway keys disable ID
+  acquirer-gateway keys show ID
+  acquirer-gateway keys list [--acquirer ID]
+environment: REDIS_URL, REDIS_KEY_PREFIX, POLICY_FILE (permission names are checked against its catalogue)`;
+
+export interface KeysContext {
+  readonly env: NodeJS.ProcessEnv;
+  readonly out: (line: string) => void;
+  /** For tests; otherwise a Redis store from REDIS_URL. */
+  readonly store?: KeyStore;
+  readonly now?: () => Date;
+}
+
+function list(text: string): string[] {
+  return text.split(',').map((s) => s.trim()).filter((s) => s !== '');
+}
+
+async function permissionCatalogue(env: NodeJS.ProcessEnv): Promise<ReadonlySet<string>> {
+  const file = env.POLICY_FILE ?? DEFAULT_POLICY_FILE;
+  const loaded = await loadPolicy(file);
+  if (!loaded.ok) throw new CommandError(`cannot check permissions, the policy is invalid:\n${loaded.errors.map(formatPolicyError).join('\n')}`);
+  return loaded.policy.permissionNames;
+}
+
+async function validPermissions(text: string, env: NodeJS.ProcessEnv): Promise<string[]> {
+  const names = [...new Set(list(text))];
+  if (names.length === 0) throw new UsageError('--permissions: give at least one permission');
+  const catalogue = await permissionCatalogue(env);
+  const unknown = names.filter((n) => !catalogue.has(n));
+  if (unknown.length > 0) throw new UsageError(`--permissions: unknown permission ${unknown.map((n) => `"${n}"`).join(', ')} (not in the policy's catalogue)`);
+  return names;
+}
+
+function validAllowedIps(text: string): string[] {
+  const cidrs: string[] = [];
+  for (const entry of list(text)) {
+    const parsed = parseCidr(entry);
+    if (!parsed.ok) throw new UsageError(`--allow-ip: "${entry}": ${parsed.reason}`);
+    if (!cidrs.includes(parsed.cidr)) cidrs.push(parsed.cidr);
+  }
+  return cidrs;
+}
+
+function parse(args: string[], options: ParseArgsOptionsConfig, positionals: number) {
+  let parsed;
+  try {
+    parsed = parseArgs({ args, options, strict: true, allowPositionals: true });
+  } catch (err) {
+    throw new UsageError(`${(err as Error).message}\n${KEYS_USAGE}`);
+  }
+  if (parsed.positionals.length !== positionals) {
+    throw new UsageError(`${positionals === 0 ? 'no arguments expected' : 'expected a key id'}\n${KEYS_USAGE}`);
+  }
+  return { values: parsed.values as Record<string, string | undefined>, positionals: parsed.positionals };
+}
+
+function redisTarget(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.protocol}//${u.host}`; // never echo a password
+  } catch {
+    return 'REDIS_URL';
+  }
+}
+
+/** `acquirer-gateway keys …`. Input is validated completely before anything is written. */
+export async function keysCommand(args: string[], ctx: KeysContext): Promise<void> {
+  const [sub, ...rest] = args;
+  const now = ctx.now ?? (() => new Date());
+  const print = (record: ApiKeyRecord) => ctx.out(JSON.stringify(toPublicRecord(record)));
+
+  let run: (store: KeyStore) => Promise<void>;
+  switch (sub) {
+    case 'create': {
+      const { values } = parse(rest, { acquirer: { type: 'string' }, permissions: { type: 'string' }, 'allow-ip': { type: 'string' }, description: { type: 'string' } }, 0);
+      const acquirer = (values.acquirer ?? '').trim();
+      if (acquirer === '') throw new UsageError('--acquirer: required and must not be empty');
+      if (!isValidAcquirerId(acquirer)) throw new UsageError('--acquirer: use 1 to 128 of A-Z a-z 0-9 . _ : - (starting with a letter or digit)');
+      if (values.permissions === undefined) throw new UsageError('--permissions: required');
+      const permissions = await validPermissions(values.permissions, ctx.env);
+      const allowedIps = validAllowedIps(values['allow-ip'] ?? '');
+      const key = generateKey();
+      const record: ApiKeyRecord = {
+        id: generateKeyId(),
+        key_hash: hashKey(key),
+        acquirer_id: acquirer,
+        permissions,
+        allowed_ips: allowedIps,
+        description: values.description ?? '',
+        created_at: now().toISOString(),
+        disabled_at: null,
+      };
+      run = async (store) => {
+        await store.create(record);
+        // The only time the secret is shown; the store keeps its hash.
+        const { id, ...rest } = toPublicRecord(record);
+        ctx.out(JSON.stringify({ id, key, ...rest }));
+      };
+      break;
+    }
+    case 'update': {
+      const { values, positionals } = parse(rest, { permissions: { type: 'string' }, 'allow-ip': { type: 'string' } }, 1);
+      if (values.permissions === undefined && values['allow-ip'] === undefined) throw new UsageError('update: give --permissions, --allow-ip or both');
+      const changes = {
+        ...(values.permissions !== undefined ? { permissions: await validPermissions(values.permissions, ctx.env) } : {}),
+        ...(values['allow-ip'] !== undefined ? { allowed_ips: validAllowedIps(values['allow-ip']) } : {}),
+      };
+      run = async (store) => print(await store.update(positionals[0]!, changes));
+      break;
+    }
+    case 'disable': {
+      const { positionals } = parse(rest, {}, 1);
+      run = async (store) => print(await store.disable(positionals[0]!, now()));
+      break;
+    }
+    case 'show': {
+      const { positionals } = parse(rest, {}, 1);
+      run = async (store) => {
+        const record = await store.findById(positionals[0]!);
+        if (record === null) throw new KeyNotFoundError(positionals[0]!);
+        print(record);
+      };
+      break;
+    }
+    case 'list': {
+      const { values } = parse(rest, { acquirer: { type: 'string' } }, 0);
+      run = async (store) => {
+        for (const record of await store.list(values.acquirer)) print(record);
+      };
+      break;
+    }
+    default:
+      throw new UsageError(sub === undefined ? KEYS_USAGE : `unknown keys command "${sub}"\n${KEYS_USAGE}`);
+  }
+
+  const redisUrl = ctx.env.REDIS_URL ?? DEFAULT_REDIS_URL;
+  const store =
+    ctx.store ??
+    new RedisKeyStore({ url: redisUrl, prefix: ctx.env.REDIS_KEY_PREFIX ?? DEFAULT_REDIS_KEY_PREFIX, waitForConnection: true, commandTimeoutMs: 5000 });
+  try {
+    if (store instanceof RedisKeyStore) await store.connect();
+    await run(store);
+  } catch (err) {
+    if (err instanceof KeyNotFoundError || err instanceof KeyDisabledError) throw new CommandError(err.message);
+    if (err instanceof UsageError || err instanceof CommandError) throw err;
+    if (ctx.store === undefined) throw new CommandError(`cannot use Redis at ${redisTarget(redisUrl)}: ${(err as Error).message}`);
+    throw err;
+  } finally {
+    if (ctx.store === undefined) await store.close();
+  }
+}

@@ -1,0 +1,51 @@
+import { parseArgs } from 'node:util';
+import { CONFIG_FIELDS, ConfigError, flagName, loadConfig } from '../config/env.js';
+import { PolicyLoadError } from '../config/load-policy.js';
+import { createLogger } from '../logger.js';
+import { startGateway } from '../server.js';
+import { CommandError, UsageError } from './usage-error.js';
+
+const SERVE_FLAGS = Object.fromEntries(
+  Object.values(CONFIG_FIELDS).map((spec) => [flagName(spec.env), { type: 'string' as const }]),
+);
+
+/** `acquirer-gateway serve`: runs until SIGTERM or SIGINT. */
+export async function serveCommand(args: string[]): Promise<void> {
+  let flags: Record<string, string | undefined>;
+  try {
+    flags = parseArgs({ args, options: SERVE_FLAGS, strict: true, allowPositionals: false }).values as Record<string, string>;
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+  let config;
+  try {
+    config = loadConfig(process.env, flags);
+  } catch (err) {
+    if (err instanceof ConfigError) throw new UsageError(`invalid configuration: ${err.problems.join('; ')}`);
+    throw err;
+  }
+  const logger = createLogger(config.logLevel);
+  let gateway;
+  try {
+    gateway = await startGateway(config, { logger });
+  } catch (err) {
+    if (err instanceof PolicyLoadError) throw new CommandError(`policy refused:\n${err.message}`);
+    if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') throw new CommandError(`PORT: ${config.port} is already in use`);
+    throw err;
+  }
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) process.exit(1); // a second signal: stop now
+    stopping = true;
+    logger.info({ signal }, 'shutting down');
+    gateway.close().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        logger.error({ err }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+}

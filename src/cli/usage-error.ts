@@ -1,0 +1,15 @@
+/** A bad command line or a refused input: the message goes to stderr and the exit code is 2. */
+export class UsageError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'UsageError';
+  }
+}
+
+/** A command that could not do its work (missing key, Redis down): exit code 1. */
+export class CommandError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'CommandError';
+  }
+}

@@ -1,0 +1,135 @@
+import { z } from 'zod';
+import { compileAllowlist, parseCidr, type IpAllowlist } from '../net/ip-allowlist.js';
+import {
+  DEFAULT_KEY_CACHE_MAX_ENTRIES,
+  DEFAULT_KEY_CACHE_TTL_MS,
+  DEFAULT_NEGATIVE_CACHE_TTL_MS,
+  DEFAULT_OUTAGE_GRACE_MS,
+} from '../keys/key-resolver.js';
+import { DEFAULT_REDIS_COMMAND_TIMEOUT_MS, DEFAULT_REDIS_KEY_PREFIX } from '../keys/redis-key-store.js';
+
+export const DEFAULT_PORT = 8080;
+export const DEFAULT_HOST = '::';
+export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
+export const DEFAULT_POLICY_FILE = 'policies/acquirer-api.yaml';
+export const DEFAULT_UPSTREAM_TIMEOUT_MS = 30_000;
+export const DEFAULT_UPSTREAM_MAX_SOCKETS = 256;
+
+const integer = (min: number, max: number) =>
+  z
+    .string()
+    .regex(/^[0-9]+$/, `must be an integer from ${min} to ${max}`)
+    .transform(Number)
+    .refine((n) => n >= min && n <= max, `must be an integer from ${min} to ${max}`);
+
+const httpOrigin = z.string().superRefine((text, ctx) => {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    ctx.addIssue({ code: 'custom', message: 'must be an absolute http:// or https:// URL' });
+    return;
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') ctx.addIssue({ code: 'custom', message: 'must use http or https' });
+  else if (url.username || url.password) ctx.addIssue({ code: 'custom', message: 'must not contain credentials' });
+  else if (url.pathname !== '/' || url.search || url.hash) {
+    // The path a client asked for goes upstream exactly as matched; a base path would change it.
+    ctx.addIssue({ code: 'custom', message: 'must be an origin (scheme, host, port) without path, query or fragment' });
+  }
+});
+
+const redisUrl = z.string().superRefine((text, ctx) => {
+  try {
+    const url = new URL(text);
+    if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') ctx.addIssue({ code: 'custom', message: 'must use redis:// or rediss://' });
+  } catch {
+    ctx.addIssue({ code: 'custom', message: 'must be a redis:// or rediss:// URL' });
+  }
+});
+
+const cidrList = z.string().transform((text, ctx) => {
+  const cidrs: string[] = [];
+  for (const entry of text.split(',').map((s) => s.trim()).filter((s) => s !== '')) {
+    const parsed = parseCidr(entry);
+    if (!parsed.ok) ctx.addIssue({ code: 'custom', message: `"${entry}": ${parsed.reason}` });
+    else cidrs.push(parsed.cidr);
+  }
+  return cidrs;
+});
+
+interface FieldSpec<T> {
+  readonly env: string;
+  readonly default: string | undefined;
+  readonly description: string;
+  readonly schema: z.ZodType<T, string>;
+  /** Never echo the value in an error: it may hold a password. */
+  readonly secret?: boolean;
+}
+
+const field = <T>(spec: FieldSpec<T>) => spec;
+
+/** Every setting of `serve`: one place for names, defaults, validation and the README's table. */
+export const CONFIG_FIELDS = {
+  port: field({ env: 'PORT', default: String(DEFAULT_PORT), description: 'Public listener port (0: any free port).', schema: integer(0, 65535) }),
+  host: field({ env: 'HOST', default: DEFAULT_HOST, description: 'Bind address (`::` is dual-stack).', schema: z.string().min(1, 'must not be empty') }),
+  upstreamUrl: field({ env: 'UPSTREAM_URL', default: undefined, description: 'The statements service, as an origin (`http://host:port`). Required.', schema: httpOrigin }),
+  redisUrl: field({ env: 'REDIS_URL', default: DEFAULT_REDIS_URL, description: 'The key store.', schema: redisUrl, secret: true }),
+  redisKeyPrefix: field({ env: 'REDIS_KEY_PREFIX', default: DEFAULT_REDIS_KEY_PREFIX, description: 'Namespace of every Redis key and channel the gateway uses.', schema: z.string().min(1, 'must not be empty') }),
+  policyFile: field({ env: 'POLICY_FILE', default: DEFAULT_POLICY_FILE, description: 'The route policy.', schema: z.string().min(1, 'must not be empty') }),
+  trustedProxies: field({ env: 'TRUSTED_PROXIES', default: '', description: 'Comma-separated IPs/CIDRs whose `X-Forwarded-For` is believed.', schema: cidrList }),
+  upstreamTimeoutMs: field({ env: 'UPSTREAM_TIMEOUT_MS', default: String(DEFAULT_UPSTREAM_TIMEOUT_MS), description: 'Time allowed for the upstream to start answering (response headers); then 504.', schema: integer(1, 3_600_000) }),
+  upstreamMaxSockets: field({ env: 'UPSTREAM_MAX_SOCKETS', default: String(DEFAULT_UPSTREAM_MAX_SOCKETS), description: 'Keep-alive connections to the upstream, at most.', schema: integer(1, 65535) }),
+  redisCommandTimeoutMs: field({ env: 'REDIS_COMMAND_TIMEOUT_MS', default: String(DEFAULT_REDIS_COMMAND_TIMEOUT_MS), description: 'A key lookup Redis does not answer in this time fails (503 unless cached).', schema: integer(1, 60_000) }),
+  keyCacheTtlMs: field({ env: 'KEY_CACHE_TTL_MS', default: String(DEFAULT_KEY_CACHE_TTL_MS), description: 'How long a valid key is trusted in-process before Redis is asked again. Changes arrive sooner by pub/sub.', schema: integer(0, 86_400_000) }),
+  keyCacheMaxEntries: field({ env: 'KEY_CACHE_MAX_ENTRIES', default: String(DEFAULT_KEY_CACHE_MAX_ENTRIES), description: 'Keys kept in-process, at most (least recently used go first). Unknown keys have a cache of the same size of their own.', schema: integer(1, 10_000_000) }),
+  keyNegativeCacheTtlMs: field({ env: 'KEY_NEGATIVE_CACHE_TTL_MS', default: String(DEFAULT_NEGATIVE_CACHE_TTL_MS), description: 'How long an unknown key is remembered as unknown.', schema: integer(0, 3_600_000) }),
+  keyOutageGraceMs: field({ env: 'KEY_OUTAGE_GRACE_MS', default: String(DEFAULT_OUTAGE_GRACE_MS), description: 'While Redis is unreachable, keys already cached keep working this long; then every request gets 503.', schema: integer(0, 3_600_000) }),
+  logLevel: field({ env: 'LOG_LEVEL', default: 'info', description: 'fatal, error, warn, info, debug or silent.', schema: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'must be one of fatal, error, warn, info, debug, trace, silent') }),
+} as const;
+
+type Fields = typeof CONFIG_FIELDS;
+export type Config = { readonly [K in keyof Fields]: z.output<Fields[K]['schema']> } & {
+  readonly trustedProxyList: IpAllowlist | null;
+};
+
+/** The command-line flag for a variable: PORT → --port, UPSTREAM_URL → --upstream-url. */
+export function flagName(env: string): string {
+  return env.toLowerCase().replaceAll('_', '-');
+}
+
+export class ConfigError extends Error {
+  readonly problems: readonly string[];
+
+  constructor(problems: readonly string[]) {
+    super(problems.join('\n'));
+    this.name = 'ConfigError';
+    this.problems = problems;
+  }
+}
+
+/**
+ * Builds the configuration from the environment, with flags (keyed by flag name without dashes,
+ * e.g. `port`, `upstream-url`) taking precedence. Throws ConfigError with one line per problem,
+ * each naming the variable.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv, flags: Readonly<Record<string, string | undefined>> = {}): Config {
+  const problems: string[] = [];
+  const values: Record<string, unknown> = {};
+  for (const [key, spec] of Object.entries(CONFIG_FIELDS) as [keyof Fields, FieldSpec<unknown>][]) {
+    const raw = flags[flagName(spec.env)] ?? env[spec.env] ?? spec.default;
+    if (raw === undefined) {
+      problems.push(`${spec.env}: required (set ${spec.env} or pass --${flagName(spec.env)})`);
+      continue;
+    }
+    const parsed = spec.schema.safeParse(raw);
+    if (parsed.success) {
+      values[key] = parsed.data;
+    } else {
+      const got = spec.secret ? '' : ` (got ${JSON.stringify(raw)})`;
+      problems.push(`${spec.env}: ${parsed.error.issues.map((i) => i.message).join('; ')}${got}`);
+    }
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
+  const trusted = values.trustedProxies as string[];
+  return { ...(values as Omit<Config, 'trustedProxyList'>), trustedProxyList: trusted.length === 0 ? null : compileAllowlist(trusted) };
+}

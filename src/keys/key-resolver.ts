@@ -1,0 +1,182 @@
+import { LRUCache } from 'lru-cache';
+import { compileAllowlist, type IpAllowlist } from '../net/ip-allowlist.js';
+import type { ApiKeyRecord } from './api-key.js';
+import type { KeyStore, KeyStoreEvent } from './key-store.js';
+
+/** A usable key, with what the request path needs precomputed once per fetch. */
+export interface ResolvedKey {
+  readonly id: string;
+  readonly acquirerId: string;
+  readonly permissions: ReadonlySet<string>;
+  /** null: any address may use the key. */
+  readonly allowlist: IpAllowlist | null;
+}
+
+export type KeyVerdict =
+  | { readonly kind: 'valid'; readonly key: ResolvedKey }
+  | { readonly kind: 'unknown' }
+  | { readonly kind: 'disabled' };
+
+/** The store could not answer and nothing cached may stand in for it. */
+export class KeyStoreUnavailableError extends Error {
+  constructor(cause?: unknown) {
+    super('key store unavailable', { cause });
+    this.name = 'KeyStoreUnavailableError';
+  }
+}
+
+export const DEFAULT_KEY_CACHE_TTL_MS = 60_000;
+export const DEFAULT_KEY_CACHE_MAX_ENTRIES = 10_000;
+export const DEFAULT_NEGATIVE_CACHE_TTL_MS = 10_000;
+export const DEFAULT_NEGATIVE_CACHE_MAX_ENTRIES = 10_000;
+export const DEFAULT_OUTAGE_GRACE_MS = 30_000;
+
+export interface KeyResolverOptions {
+  /** How long a valid key is trusted without asking the store again (change notices usually come first). */
+  readonly ttlMs?: number;
+  readonly maxEntries?: number;
+  /** How long "no such key" is remembered, so a flood of one bad key does not reach the store. */
+  readonly negativeTtlMs?: number;
+  /** Kept apart from valid keys, so a flood of random keys cannot evict them. */
+  readonly negativeMaxEntries?: number;
+  /** While the store is unreachable, cached valid keys keep working for this long, then fail closed. */
+  readonly outageGraceMs?: number;
+  readonly now?: () => number;
+}
+
+type CachedVerdict = { readonly verdict: KeyVerdict; readonly fetchedAt: number };
+
+const UNKNOWN: KeyVerdict = Object.freeze({ kind: 'unknown' });
+const DISABLED: KeyVerdict = Object.freeze({ kind: 'disabled' });
+
+function toVerdict(record: ApiKeyRecord | null): KeyVerdict {
+  if (record === null) return UNKNOWN;
+  if (record.disabled_at !== null) return DISABLED;
+  return {
+    kind: 'valid',
+    key: {
+      id: record.id,
+      acquirerId: record.acquirer_id,
+      permissions: new Set(record.permissions),
+      allowlist: record.allowed_ips.length === 0 ? null : compileAllowlist(record.allowed_ips),
+    },
+  };
+}
+
+/**
+ * The in-process cache in front of a KeyStore. A hit costs no store round trip. Concurrent misses
+ * for one key share a single lookup. Change notices evict at once; a store that reconnected its
+ * notices drops everything. Disabled verdicts stay until evicted: a key is never re-enabled.
+ */
+export class KeyResolver {
+  readonly #store: KeyStore;
+  readonly #ttlMs: number;
+  readonly #negativeTtlMs: number;
+  readonly #outageGraceMs: number;
+  readonly #now: () => number;
+  readonly #known: LRUCache<string, CachedVerdict>;
+  readonly #unknown: LRUCache<string, number>;
+  readonly #inFlight = new Map<string, Promise<KeyVerdict>>();
+  readonly #unwatch: () => void;
+  /** Bumped on every eviction, so a lookup that started before a change cannot re-cache the old record. */
+  #generation = 0;
+  /** Since when the store said it cannot answer or notify; null while healthy. */
+  #storeDownSince: number | null = null;
+  /** Since when lookups have been failing; null after a success. */
+  #failingSince: number | null = null;
+
+  constructor(store: KeyStore, options: KeyResolverOptions = {}) {
+    this.#store = store;
+    this.#ttlMs = options.ttlMs ?? DEFAULT_KEY_CACHE_TTL_MS;
+    this.#negativeTtlMs = options.negativeTtlMs ?? DEFAULT_NEGATIVE_CACHE_TTL_MS;
+    this.#outageGraceMs = options.outageGraceMs ?? DEFAULT_OUTAGE_GRACE_MS;
+    this.#now = options.now ?? Date.now;
+    this.#known = new LRUCache({ max: options.maxEntries ?? DEFAULT_KEY_CACHE_MAX_ENTRIES });
+    this.#unknown = new LRUCache({ max: options.negativeMaxEntries ?? DEFAULT_NEGATIVE_CACHE_MAX_ENTRIES });
+    this.#unwatch = store.watch((event) => this.#onStoreEvent(event));
+  }
+
+  /** Resolves a key by its hash. Rejects with KeyStoreUnavailableError rather than guess. */
+  async resolve(keyHash: string): Promise<KeyVerdict> {
+    const now = this.#now();
+    const cached = this.#known.get(keyHash);
+    if (cached !== undefined) {
+      if (cached.verdict.kind === 'disabled') return cached.verdict;
+      const outageStart = this.#outageStart();
+      const trusted = outageStart === null ? now - cached.fetchedAt < this.#ttlMs : now - outageStart < this.#outageGraceMs;
+      if (trusted) return cached.verdict;
+      // Expired, or an outage outlived the grace period (a disable may have been missed): ask again.
+    }
+    const unknownAt = this.#unknown.get(keyHash);
+    if (unknownAt !== undefined && now - unknownAt < this.#negativeTtlMs) return UNKNOWN;
+    return this.#lookup(keyHash, cached);
+  }
+
+  /** Whether the store is currently answering; for readiness. */
+  get storeAvailable(): boolean {
+    return this.#outageStart() === null;
+  }
+
+  close(): void {
+    this.#unwatch();
+  }
+
+  #outageStart(): number | null {
+    if (this.#storeDownSince === null) return this.#failingSince;
+    if (this.#failingSince === null) return this.#storeDownSince;
+    return Math.min(this.#storeDownSince, this.#failingSince);
+  }
+
+  #lookup(keyHash: string, stale: CachedVerdict | undefined): Promise<KeyVerdict> {
+    const pending = this.#inFlight.get(keyHash);
+    if (pending !== undefined) return pending;
+    const generation = this.#generation;
+    const lookup = this.#store.findByHash(keyHash).then(
+      (record) => {
+        this.#failingSince = null;
+        const verdict = toVerdict(record);
+        if (generation === this.#generation) this.#remember(keyHash, verdict);
+        return verdict;
+      },
+      (err: unknown) => {
+        const now = this.#now();
+        this.#failingSince ??= now;
+        const outageStart = this.#outageStart() ?? now;
+        // An expired entry may stand in briefly: a blip in Redis must not log every client out.
+        if (stale !== undefined && now - outageStart < this.#outageGraceMs) return stale.verdict;
+        throw new KeyStoreUnavailableError(err);
+      },
+    );
+    const settled = lookup.finally(() => this.#inFlight.delete(keyHash));
+    this.#inFlight.set(keyHash, settled);
+    return settled;
+  }
+
+  #remember(keyHash: string, verdict: KeyVerdict): void {
+    if (verdict.kind === 'unknown') {
+      this.#unknown.set(keyHash, this.#now());
+    } else {
+      this.#unknown.delete(keyHash);
+      this.#known.set(keyHash, { verdict, fetchedAt: this.#now() });
+    }
+  }
+
+  #onStoreEvent(event: KeyStoreEvent): void {
+    switch (event.type) {
+      case 'changed':
+        this.#generation++;
+        this.#known.delete(event.keyHash);
+        this.#unknown.delete(event.keyHash);
+        break;
+      case 'resync':
+        this.#generation++;
+        this.#known.clear();
+        this.#unknown.clear();
+        break;
+      case 'health':
+        if (event.healthy) this.#storeDownSince = null;
+        else this.#storeDownSince ??= this.#now();
+        break;
+    }
+  }
+}

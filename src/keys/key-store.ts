@@ -1,0 +1,50 @@
+import type { ApiKeyRecord } from './api-key.js';
+
+export interface KeyChanges {
+  readonly permissions?: readonly string[];
+  readonly allowed_ips?: readonly string[];
+}
+
+/** What a store tells the gateways that cache its records. */
+export type KeyStoreEvent =
+  /** The key with this hash changed (updated or disabled) in some process. */
+  | { readonly type: 'changed'; readonly keyHash: string }
+  /** Change notices may have been missed (the subscription reconnected): trust nothing cached. */
+  | { readonly type: 'resync' }
+  /** Whether the store can currently answer and notify; while it cannot, cached keys are trusted only briefly. */
+  | { readonly type: 'health'; readonly healthy: boolean };
+
+export type KeyStoreListener = (event: KeyStoreEvent) => void;
+
+export class KeyNotFoundError extends Error {
+  constructor(id: string) {
+    super(`no key with id ${id}`);
+    this.name = 'KeyNotFoundError';
+  }
+}
+
+export class KeyDisabledError extends Error {
+  constructor(id: string) {
+    super(`key ${id} is disabled; disabling is permanent, create a new key instead`);
+    this.name = 'KeyDisabledError';
+  }
+}
+
+/**
+ * Where key records live. Lookups reject when the store cannot answer (never resolve to a guess);
+ * `null` always means "no such key".
+ */
+export interface KeyStore {
+  findByHash(keyHash: string): Promise<ApiKeyRecord | null>;
+  findById(id: string): Promise<ApiKeyRecord | null>;
+  /** All keys, or those of one acquirer, oldest first. */
+  list(acquirerId?: string): Promise<ApiKeyRecord[]>;
+  create(record: ApiKeyRecord): Promise<void>;
+  /** Throws KeyNotFoundError, or KeyDisabledError: a disabled key is never changed again. */
+  update(id: string, changes: KeyChanges): Promise<ApiKeyRecord>;
+  /** Idempotent: disabling a disabled key keeps its first disabled_at. Throws KeyNotFoundError. */
+  disable(id: string, at: Date): Promise<ApiKeyRecord>;
+  /** Receives every change made through any store sharing this data, in any process. */
+  watch(listener: KeyStoreListener): () => void;
+  close(): Promise<void>;
+}

@@ -1,0 +1,222 @@
+import { Redis, type RedisOptions } from 'ioredis';
+import { z } from 'zod';
+import type { ApiKeyRecord } from './api-key.js';
+import { KeyDisabledError, KeyNotFoundError, type KeyChanges, type KeyStore, type KeyStoreListener } from './key-store.js';
+
+export const DEFAULT_REDIS_KEY_PREFIX = 'acquirer-gateway:';
+export const DEFAULT_REDIS_COMMAND_TIMEOUT_MS = 500;
+const RECONNECT_MAX_DELAY_MS = 1000;
+const MAX_OPTIMISTIC_RETRIES = 10;
+
+const recordSchema = z.strictObject({
+  id: z.string().min(1),
+  key_hash: z.string().regex(/^[0-9a-f]{64}$/),
+  acquirer_id: z.string().min(1),
+  permissions: z.array(z.string()),
+  allowed_ips: z.array(z.string()),
+  description: z.string(),
+  created_at: z.string(),
+  disabled_at: z.string().nullable(),
+});
+
+/** A value in Redis that is not a key record: treated as an outage, never as a key. */
+export class CorruptKeyRecordError extends Error {}
+
+function parseRecord(raw: string | null): ApiKeyRecord | null {
+  if (raw === null) return null;
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch {
+    throw new CorruptKeyRecordError('key record is not JSON');
+  }
+  const parsed = recordSchema.safeParse(value);
+  if (!parsed.success) throw new CorruptKeyRecordError('key record has an unexpected shape');
+  return parsed.data;
+}
+
+export interface RedisKeyStoreOptions {
+  readonly url: string;
+  readonly prefix?: string;
+  /** Commands that get no reply within this time reject; keeps a black-holed Redis from stalling requests. */
+  readonly commandTimeoutMs?: number;
+  /**
+   * Subscribe to change notices (gateways). Key administration leaves it off: it only publishes.
+   */
+  readonly subscribe?: boolean;
+  /** Key administration: wait for the connection instead of failing at once, then give up. */
+  readonly waitForConnection?: boolean;
+}
+
+/**
+ * Layout, under the prefix: `key:<sha256>` → record (JSON), `id:<id>` → sha256, `ids` → set of ids,
+ * channel `events` → `{"type":"changed","key_hash":…}` after every update or disable.
+ *
+ * Gateways fail fast rather than queue: no offline queue, a command timeout, and reconnection
+ * forever with a short back-off, so an outage costs a 503 and recovery needs nobody.
+ */
+export class RedisKeyStore implements KeyStore {
+  readonly #client: Redis;
+  readonly #subscriber: Redis | undefined;
+  readonly #prefix: string;
+  readonly #channel: string;
+  readonly #listeners = new Set<KeyStoreListener>();
+  #healthy = false;
+  #subscribedOnce = false;
+
+  constructor(options: RedisKeyStoreOptions) {
+    this.#prefix = options.prefix ?? DEFAULT_REDIS_KEY_PREFIX;
+    this.#channel = this.#prefix + 'events';
+    const waiting = options.waitForConnection === true;
+    const common: RedisOptions = {
+      enableOfflineQueue: waiting,
+      maxRetriesPerRequest: waiting ? 1 : 0,
+      commandTimeout: options.commandTimeoutMs ?? DEFAULT_REDIS_COMMAND_TIMEOUT_MS,
+      connectTimeout: 1000,
+      retryStrategy: waiting ? (times) => (times > 3 ? null : 200) : (times) => Math.min(times * 100, RECONNECT_MAX_DELAY_MS),
+      lazyConnect: waiting,
+    };
+    this.#client = new Redis(options.url, { ...common, connectionName: 'acquirer-gateway' });
+    this.#client.on('error', () => {}); // surfaced through command rejections and health events
+    this.#client.on('ready', () => this.#updateHealth());
+    this.#client.on('close', () => this.#updateHealth());
+    if (options.subscribe === true) {
+      const subscriber = new Redis(options.url, { ...common, connectionName: 'acquirer-gateway:events' });
+      this.#subscriber = subscriber;
+      subscriber.on('error', () => {});
+      subscriber.on('close', () => this.#updateHealth());
+      subscriber.on('ready', () => {
+        // Notices published while we were away are lost: drop everything cached (not on the first connect).
+        if (this.#subscribedOnce) this.#emit({ type: 'resync' });
+        this.#subscribedOnce = true;
+        this.#updateHealth();
+      });
+      subscriber.on('message', (channel: string, message: string) => {
+        if (channel !== this.#channel) return;
+        const keyHash = this.#parseNotice(message);
+        this.#emit(keyHash === null ? { type: 'resync' } : { type: 'changed', keyHash });
+      });
+      subscriber.subscribe(this.#channel).catch(() => {});
+    }
+  }
+
+  /** Key administration: connect now, and fail with a clear error when Redis is not there. */
+  async connect(): Promise<void> {
+    if (this.#client.status === 'wait') await this.#client.connect();
+  }
+
+  async findByHash(keyHash: string): Promise<ApiKeyRecord | null> {
+    return parseRecord(await this.#client.get(this.#recordKey(keyHash)));
+  }
+
+  async findById(id: string): Promise<ApiKeyRecord | null> {
+    const hash = await this.#client.get(this.#idKey(id));
+    return hash === null ? null : this.findByHash(hash);
+  }
+
+  async list(acquirerId?: string): Promise<ApiKeyRecord[]> {
+    const ids = await this.#client.smembers(this.#prefix + 'ids');
+    if (ids.length === 0) return [];
+    const hashes = await this.#client.mget(ids.map((id) => this.#idKey(id)));
+    const present = hashes.filter((h): h is string => h !== null);
+    if (present.length === 0) return [];
+    const raws = await this.#client.mget(present.map((h) => this.#recordKey(h)));
+    return raws
+      .map(parseRecord)
+      .filter((r): r is ApiKeyRecord => r !== null && (acquirerId === undefined || r.acquirer_id === acquirerId))
+      .sort((a, b) => a.created_at.localeCompare(b.created_at) || a.id.localeCompare(b.id));
+  }
+
+  async create(record: ApiKeyRecord): Promise<void> {
+    const created = await this.#client.set(this.#idKey(record.id), record.key_hash, 'NX');
+    if (created === null) throw new Error(`key id ${record.id} already exists`);
+    await this.#client
+      .multi()
+      .set(this.#recordKey(record.key_hash), JSON.stringify(record))
+      .sadd(this.#prefix + 'ids', record.id)
+      .exec();
+  }
+
+  async update(id: string, changes: KeyChanges): Promise<ApiKeyRecord> {
+    return this.#modify(id, (current) => {
+      if (current.disabled_at !== null) throw new KeyDisabledError(id);
+      return { ...current, ...changes };
+    });
+  }
+
+  async disable(id: string, at: Date): Promise<ApiKeyRecord> {
+    return this.#modify(id, (current) => (current.disabled_at !== null ? null : { ...current, disabled_at: at.toISOString() }));
+  }
+
+  watch(listener: KeyStoreListener): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  async close(): Promise<void> {
+    this.#listeners.clear();
+    await Promise.all([this.#client, this.#subscriber].map((c) => c?.quit().catch(() => c.disconnect())));
+  }
+
+  /**
+   * Read-modify-write under WATCH so two administrators cannot lose each other's change, then tell
+   * every gateway. `change` returning null means nothing to write (and nothing to announce).
+   */
+  async #modify(id: string, change: (current: ApiKeyRecord) => ApiKeyRecord | null): Promise<ApiKeyRecord> {
+    for (let attempt = 0; attempt < MAX_OPTIMISTIC_RETRIES; attempt++) {
+      const hash = await this.#client.get(this.#idKey(id));
+      if (hash === null) throw new KeyNotFoundError(id);
+      const recordKey = this.#recordKey(hash);
+      await this.#client.watch(recordKey);
+      const current = parseRecord(await this.#client.get(recordKey));
+      if (current === null) {
+        await this.#client.unwatch();
+        throw new KeyNotFoundError(id);
+      }
+      let next: ApiKeyRecord | null;
+      try {
+        next = change(current);
+      } catch (err) {
+        await this.#client.unwatch();
+        throw err;
+      }
+      if (next === null) {
+        await this.#client.unwatch();
+        return current;
+      }
+      const committed = await this.#client.multi().set(recordKey, JSON.stringify(next)).exec();
+      if (committed === null) continue; // someone else wrote in between: read again
+      await this.#client.publish(this.#channel, JSON.stringify({ type: 'changed', key_hash: hash }));
+      return next;
+    }
+    throw new Error(`key ${id} is being changed concurrently; try again`);
+  }
+
+  #parseNotice(message: string): string | null {
+    try {
+      const notice = JSON.parse(message) as { key_hash?: unknown };
+      return typeof notice.key_hash === 'string' ? notice.key_hash : null;
+    } catch {
+      return null;
+    }
+  }
+
+  #updateHealth(): void {
+    const healthy = this.#client.status === 'ready' && (this.#subscriber === undefined || this.#subscriber.status === 'ready');
+    if (healthy === this.#healthy) return;
+    this.#healthy = healthy;
+    this.#emit({ type: 'health', healthy });
+  }
+
+  #emit(event: Parameters<KeyStoreListener>[0]): void {
+    for (const listener of this.#listeners) listener(event);
+  }
+
+  #recordKey(hash: string): string {
+    return `${this.#prefix}key:${hash}`;
+  }
+
+  #idKey(id: string): string {
+    return `${this.#prefix}id:${id}`;
+  }
+}

@@ -1,0 +1,78 @@
+import ipaddr from 'ipaddr.js';
+
+export type IpAddress = ipaddr.IPv4 | ipaddr.IPv6;
+
+const IPV4_STRICT = /^(?:0|[1-9][0-9]{0,2})(?:\.(?:0|[1-9][0-9]{0,2})){3}$/;
+const PREFIX_STRICT = /^(?:0|[1-9][0-9]{0,2})$/;
+
+export type CidrParseResult = { ok: true; cidr: string } | { ok: false; reason: string };
+
+/**
+ * Validates one whitelist entry as an administrator wrote it and returns its canonical CIDR.
+ * Strict on purpose: IPv4 with leading zeros (octal to some parsers), host bits set under the prefix
+ * (a typo that widens or narrows the range), zone ids and /0 (everything) are refused.
+ * A bare address means that one address; an IPv4-mapped IPv6 entry is stored as IPv4.
+ */
+export function parseCidr(text: string): CidrParseResult {
+  const [addressText = '', prefixText, ...rest] = text.trim().split('/');
+  if (rest.length > 0) return { ok: false, reason: 'more than one "/"' };
+  if (addressText.includes('%')) return { ok: false, reason: 'zone ids are not allowed' };
+  let address: IpAddress;
+  if (IPV4_STRICT.test(addressText)) {
+    if (!ipaddr.IPv4.isValidFourPartDecimal(addressText)) return { ok: false, reason: 'IPv4 octet out of range' };
+    address = ipaddr.IPv4.parse(addressText);
+  } else if (addressText.includes(':') && ipaddr.IPv6.isValid(addressText)) {
+    address = ipaddr.IPv6.parse(addressText);
+  } else {
+    return { ok: false, reason: 'not an IPv4 address in dotted decimal without leading zeros, or an IPv6 address' };
+  }
+  const width = address.kind() === 'ipv4' ? 32 : 128;
+  let prefix = width;
+  if (prefixText !== undefined) {
+    if (!PREFIX_STRICT.test(prefixText)) return { ok: false, reason: 'prefix length must be a decimal number' };
+    prefix = Number(prefixText);
+    if (prefix > width) return { ok: false, reason: `prefix length must be at most ${width}` };
+    if (prefix === 0) return { ok: false, reason: 'a /0 whitelist allows every address; leave --allow-ip out instead' };
+  }
+  if (address instanceof ipaddr.IPv6 && address.isIPv4MappedAddress()) {
+    if (prefix < 96) return { ok: false, reason: 'an IPv4-mapped range must have a prefix of at least 96' };
+    address = address.toIPv4Address();
+    prefix -= 96;
+  }
+  const network = address.kind() === 'ipv4'
+    ? ipaddr.IPv4.networkAddressFromCIDR(`${address.toString()}/${prefix}`)
+    : ipaddr.IPv6.networkAddressFromCIDR(`${address.toString()}/${prefix}`);
+  if (network.toString() !== address.toString()) {
+    return { ok: false, reason: `host bits are set; did you mean ${network.toString()}/${prefix}?` };
+  }
+  const full = address.kind() === 'ipv4' ? 32 : 128;
+  return { ok: true, cidr: prefix === full ? address.toString() : `${address.toString()}/${prefix}` };
+}
+
+/**
+ * Parses an address as it comes from a socket or a proxy header. IPv4-mapped IPv6 becomes IPv4,
+ * so one whitelist entry covers both spellings of the same client. Null when unparseable.
+ */
+export function parseAddress(text: string | undefined): IpAddress | null {
+  if (text === undefined || !ipaddr.isValid(text)) return null;
+  return ipaddr.process(text);
+}
+
+/** A compiled set of CIDRs. */
+export interface IpAllowlist {
+  contains(address: IpAddress): boolean;
+}
+
+/** Compiles canonical CIDRs (as parseCidr returns them) once, for matching many times. */
+export function compileAllowlist(cidrs: readonly string[]): IpAllowlist {
+  const ranges = cidrs.map((cidr) => (cidr.includes('/') ? ipaddr.parseCIDR(cidr) : ipaddr.parseCIDR(`${cidr}/${cidr.includes(':') ? 128 : 32}`)));
+  return {
+    contains(address) {
+      const kind = address.kind();
+      for (const range of ranges) {
+        if (range[0].kind() === kind && address.match(range)) return true;
+      }
+      return false;
+    },
+  };
+}

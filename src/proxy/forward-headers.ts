@@ -1,0 +1,67 @@
+import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
+
+/** Hop-by-hop headers (RFC 9110 §7.6.1) and their common non-standard relatives. */
+const HOP_BY_HOP = new Set([
+  'connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade',
+  'proxy-authorization', 'proxy-authenticate',
+]);
+
+/**
+ * Request headers that must not reach the upstream as the client wrote them: the credential (the
+ * upstream trusts the acquirer header instead), forwarding-chain claims the client could forge, and
+ * method or URL overrides that would make the upstream act on something the policy did not judge.
+ */
+const NEVER_FORWARDED = new Set([
+  'authorization', 'forwarded', 'x-forwarded-for', 'x-forwarded-host', 'x-forwarded-proto',
+  'x-forwarded-port', 'x-forwarded-prefix', 'x-forwarded-server', 'x-real-ip', 'x-client-ip',
+  'x-original-url', 'x-rewrite-url', 'x-original-uri', 'x-http-method-override', 'x-http-method',
+  'x-method-override',
+]);
+
+/** Upper case, and `_`, `.` and `-` removed: how lenient servers and CGI-style frameworks fold names. */
+function foldName(name: string): string {
+  return name.replace(/[-_.]/g, '').toLowerCase();
+}
+
+function connectionTokens(value: string | string[] | undefined): Set<string> {
+  const tokens = new Set<string>();
+  if (value === undefined) return tokens;
+  for (const token of (Array.isArray(value) ? value.join(',') : value).split(',')) {
+    const name = token.trim().toLowerCase();
+    if (name !== '') tokens.add(name);
+  }
+  return tokens;
+}
+
+/**
+ * The headers sent upstream for an allowed request: the client's, minus everything above and any
+ * spelling of the identity header, plus the identity header set once from the key.
+ * Pure; `acquirerHeader` is lower case.
+ */
+export function buildUpstreamHeaders(
+  incoming: IncomingHttpHeaders,
+  acquirerHeader: string,
+  acquirerId: string,
+): OutgoingHttpHeaders {
+  const identity = foldName(acquirerHeader);
+  const nominated = connectionTokens(incoming.connection);
+  const outgoing: OutgoingHttpHeaders = {};
+  for (const name of Object.keys(incoming)) {
+    if (HOP_BY_HOP.has(name) || NEVER_FORWARDED.has(name) || nominated.has(name)) continue;
+    if (foldName(name) === identity) continue;
+    outgoing[name] = incoming[name];
+  }
+  outgoing[acquirerHeader] = acquirerId;
+  return outgoing;
+}
+
+/** Response headers passed back to the client: the upstream's, minus hop-by-hop ones. */
+export function buildClientHeaders(upstream: IncomingHttpHeaders): OutgoingHttpHeaders {
+  const nominated = connectionTokens(upstream.connection);
+  const outgoing: OutgoingHttpHeaders = {};
+  for (const name of Object.keys(upstream)) {
+    if (HOP_BY_HOP.has(name) || nominated.has(name)) continue;
+    outgoing[name] = upstream[name];
+  }
+  return outgoing;
+}

@@ -1,0 +1,130 @@
+import http, { type ClientRequest, type IncomingMessage, type ServerResponse } from 'node:http';
+import https from 'node:https';
+import type { Socket } from 'node:net';
+import type { RequestHandler, Response } from 'express';
+import { createProxyMiddleware, type Plugin } from 'http-proxy-middleware';
+import { isErrorStatus, type ErrorCode, type ErrorStatus } from '../errors/codes.js';
+import { ERROR_CODES } from '../errors/codes.js';
+import { sendError } from '../errors/error-response.js';
+import type { Logger } from '../logger.js';
+import { buildClientHeaders, buildUpstreamHeaders } from './forward-headers.js';
+
+export interface UpstreamProxyOptions {
+  /** Origin of the statements service. */
+  readonly target: string;
+  /** Time allowed until the upstream's response headers arrive; then 504. */
+  readonly timeoutMs: number;
+  readonly agent: http.Agent;
+  readonly logger: Logger;
+}
+
+/** A keep-alive agent for the upstream: connection reuse is most of a proxy's latency budget. */
+export function createUpstreamAgent(target: string, maxSockets: number): http.Agent {
+  const options = { keepAlive: true, maxSockets, maxFreeSockets: Math.min(maxSockets, 256), scheduling: 'lifo' as const };
+  return new URL(target).protocol === 'https:' ? new https.Agent(options) : new http.Agent(options);
+}
+
+interface InFlight {
+  timer: NodeJS.Timeout | undefined;
+  proxyReq: ClientRequest | undefined;
+  /** The response status is decided (upstream headers arrived, or the gateway answered with an error). */
+  answered: boolean;
+}
+
+/**
+ * What an upstream error status becomes. Listed statuses follow the policy's map; any other error
+ * status is answered with the gateway's own body for it (or 502 when the gateway has none), so no
+ * upstream error page, header or stack trace ever reaches a client.
+ */
+export function mapUpstreamStatus(status: number, statusMap: ReadonlyMap<number, ErrorStatus>): ErrorStatus | null {
+  if (status < 400) return null;
+  return statusMap.get(status) ?? (isErrorStatus(status) ? status : 502);
+}
+
+/**
+ * Forwards an allowed request: the path exactly as matched, the query unchanged, headers filtered
+ * and the acquirer header set from the key. Responses stream back (flat memory for any size);
+ * error statuses, failures and timeouts become documented gateway errors.
+ */
+export function createUpstreamProxy(options: UpstreamProxyOptions): RequestHandler {
+  const inFlight = new WeakMap<IncomingMessage, InFlight>();
+
+  const fail = (res: ServerResponse, code: ErrorCode, err?: unknown) => {
+    const locals = (res as Response).locals;
+    locals.errorCode = code;
+    options.logger.warn({ err, code, route: locals.route?.id }, 'upstream request failed');
+    sendError(res, ERROR_CODES[code].status);
+  };
+
+  const gatewayPlugin: Plugin = (proxyServer) => {
+    proxyServer.on('proxyReq', (proxyReq: ClientRequest, req: IncomingMessage) => {
+      const state = inFlight.get(req);
+      if (state === undefined) return;
+      state.proxyReq = proxyReq;
+      // The deadline may have passed while the request waited for a pooled socket.
+      if (state.answered) proxyReq.destroy();
+    });
+
+    proxyServer.on('proxyRes', (proxyRes: IncomingMessage, req: IncomingMessage, res: ServerResponse) => {
+      const state = inFlight.get(req);
+      if (state === undefined || state.answered) {
+        proxyRes.destroy();
+        return;
+      }
+      clearTimeout(state.timer);
+      state.answered = true;
+      const locals = (res as Response).locals;
+      const mapped = mapUpstreamStatus(proxyRes.statusCode ?? 502, locals.policy.upstreamStatusMap);
+      if (mapped !== null) {
+        // Drain rather than destroy, so the keep-alive connection survives a small error body.
+        proxyRes.resume();
+        locals.upstreamStatus = proxyRes.statusCode;
+        sendError(res, mapped);
+        return;
+      }
+      res.writeHead(proxyRes.statusCode!, buildClientHeaders(proxyRes.headers));
+      proxyRes.pipe(res);
+    });
+
+    proxyServer.on('error', (err: Error, req?: IncomingMessage, res?: ServerResponse | Socket) => {
+      if (!(res instanceof http.ServerResponse)) {
+        res?.destroy();
+        return;
+      }
+      const state = req === undefined ? undefined : inFlight.get(req);
+      if (state !== undefined && !state.answered) {
+        clearTimeout(state.timer);
+        state.answered = true;
+        fail(res, 'UPSTREAM_UNREACHABLE', err);
+      } else if (!res.writableEnded) {
+        // The body was streaming when the upstream failed: cut the connection so the client sees
+        // a truncated response, never a complete-looking short one.
+        res.destroy();
+      }
+    });
+  };
+
+  const proxy = createProxyMiddleware({
+    target: options.target,
+    changeOrigin: true,
+    agent: options.agent,
+    selfHandleResponse: true,
+    ejectPlugins: true,
+    plugins: [gatewayPlugin],
+  });
+
+  return function upstreamProxy(req, res, next) {
+    const { policy, key } = res.locals;
+    req.headers = buildUpstreamHeaders(req.headers, policy.acquirerHeader, key!.acquirerId) as typeof req.headers;
+    const state: InFlight = { timer: undefined, proxyReq: undefined, answered: false };
+    state.timer = setTimeout(() => {
+      state.answered = true;
+      state.proxyReq?.destroy();
+      fail(res, 'UPSTREAM_TIMEOUT');
+    }, options.timeoutMs);
+    inFlight.set(req, state);
+    // A client that goes away takes its upstream request with it (httpxy destroys proxyReq on close).
+    res.once('close', () => clearTimeout(state.timer));
+    return proxy(req, res, next);
+  };
+}

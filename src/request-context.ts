@@ -1,0 +1,22 @@
+import type { ErrorCode } from './errors/codes.js';
+import type { ResolvedKey } from './keys/key-resolver.js';
+import type { CompiledPolicy, CompiledRoute } from './policy/compile.js';
+
+/** What the pipeline learns about a request, step by step, kept on `res.locals`. */
+declare global {
+  // eslint-disable-next-line @typescript-eslint/no-namespace
+  namespace Express {
+    interface Locals {
+      /** The policy this request is judged by, fixed when it arrives (a reload does not change it mid-way). */
+      policy: CompiledPolicy;
+      key?: ResolvedKey;
+      route?: CompiledRoute;
+      /** Set when the request was refused or failed; for logs and metrics. */
+      errorCode?: ErrorCode;
+      /** Set when the upstream's status was replaced by a gateway error. */
+      upstreamStatus?: number;
+    }
+  }
+}
+
+export {};
