@@ -1,0 +1,54 @@
+import http from 'node:http';
+import { createApp } from '../../src/app.js';
+import { generateKey, hashKey, type ApiKeyRecord } from '../../src/keys/api-key.js';
+import { KeyResolver } from '../../src/keys/key-resolver.js';
+import { MemoryKeyStore } from '../../src/keys/memory-key-store.js';
+import { silentLogger } from '../../src/logger.js';
+import type { IpAllowlist } from '../../src/net/ip-allowlist.js';
+import type { CompiledPolicy } from '../../src/policy/compile.js';
+import { newRecord } from './key-store-contract.js';
+import { shippedPolicy } from './policy.js';
+
+export interface TestApp {
+  readonly app: ReturnType<typeof createApp>;
+  readonly store: MemoryKeyStore;
+  readonly policy: CompiledPolicy;
+  /** Creates a key in the store and returns its secret. */
+  addKey(overrides?: Partial<ApiKeyRecord>): Promise<{ key: string; record: ApiKeyRecord }>;
+  close(): void;
+}
+
+/** The real app with an in-memory key store, for supertest and nock. */
+export async function createTestApp(options: {
+  upstreamUrl: string;
+  upstreamTimeoutMs?: number;
+  trustedProxies?: IpAllowlist | null;
+  policy?: CompiledPolicy;
+}): Promise<TestApp> {
+  const policy = options.policy ?? (await shippedPolicy());
+  const store = new MemoryKeyStore();
+  const resolver = new KeyResolver(store);
+  const agent = new http.Agent({ keepAlive: true });
+  const app = createApp({
+    policy: () => policy,
+    resolver,
+    trustedProxies: options.trustedProxies ?? null,
+    upstream: { url: options.upstreamUrl, timeoutMs: options.upstreamTimeoutMs ?? 5000, agent },
+    logger: silentLogger,
+  });
+  return {
+    app,
+    store,
+    policy,
+    async addKey(overrides = {}) {
+      const key = generateKey();
+      const record = newRecord({ key_hash: hashKey(key), ...overrides });
+      await store.create(record);
+      return { key, record };
+    },
+    close() {
+      resolver.close();
+      agent.destroy();
+    },
+  };
+}

@@ -1,0 +1,77 @@
+import net from 'node:net';
+
+/**
+ * A TCP relay between the gateway and Redis that a test can break on purpose:
+ * `cut()` drops every connection and refuses new ones (Redis down), `blackhole()` accepts but never
+ * answers (Redis hung), `heal()` restores normal service. Works the same on a shared Redis.
+ */
+export interface TcpProxy {
+  readonly port: number;
+  readonly url: string;
+  cut(): Promise<void>;
+  blackhole(): void;
+  heal(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function startTcpProxy(targetUrl: string): Promise<TcpProxy> {
+  const target = new URL(targetUrl);
+  const sockets = new Set<net.Socket>();
+  let mode: 'pass' | 'blackhole' = 'pass';
+  const server = net.createServer((client) => {
+    sockets.add(client);
+    client.on('close', () => sockets.delete(client));
+    client.on('error', () => {});
+    if (mode === 'blackhole') return; // read nothing, answer nothing
+    const upstream = net.connect(Number(target.port), target.hostname);
+    sockets.add(upstream);
+    upstream.on('close', () => {
+      sockets.delete(upstream);
+      client.destroy();
+    });
+    upstream.on('error', () => client.destroy());
+    client.on('close', () => upstream.destroy());
+    client.pipe(upstream);
+    upstream.pipe(client);
+  });
+  const listen = (port: number) =>
+    new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, '127.0.0.1', () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+  await listen(0);
+  const port = (server.address() as net.AddressInfo).port;
+  const destroyAll = () => {
+    for (const socket of sockets) socket.destroy();
+  };
+  const url = `redis://127.0.0.1:${port}${target.pathname}`;
+  return {
+    port,
+    url,
+    async cut() {
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        destroyAll();
+      });
+    },
+    blackhole() {
+      mode = 'blackhole';
+      for (const socket of sockets) {
+        socket.unpipe();
+        socket.pause();
+      }
+    },
+    async heal() {
+      mode = 'pass';
+      destroyAll(); // clients reconnect through a clean relay
+      if (!server.listening) await listen(port);
+    },
+    async close() {
+      destroyAll();
+      if (server.listening) await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}

@@ -1,0 +1,62 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/** One request as the upstream saw it. */
+export interface ReceivedRequest {
+  readonly method: string;
+  /** The request-target exactly as it arrived. */
+  readonly url: string;
+  readonly headers: http.IncomingHttpHeaders;
+  /** Names and values in arrival order, duplicates kept. */
+  readonly rawHeaders: readonly string[];
+}
+
+export type UpstreamHandler = (req: http.IncomingMessage, res: http.ServerResponse) => void;
+
+/** A real HTTP upstream on an ephemeral port that records every request it receives. */
+export interface RecordingUpstream {
+  readonly url: string;
+  readonly port: number;
+  readonly received: ReceivedRequest[];
+  /** Replaces how the upstream answers (default: 200 JSON echo of the target). */
+  handle(handler: UpstreamHandler): void;
+  /** Values of a header across all raw header lines, matched case-insensitively. */
+  close(): Promise<void>;
+}
+
+export function headerValues(rawHeaders: readonly string[], name: string): string[] {
+  const values: string[] = [];
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    if (rawHeaders[i]!.toLowerCase() === name.toLowerCase()) values.push(rawHeaders[i + 1]!);
+  }
+  return values;
+}
+
+const defaultHandler: UpstreamHandler = (req, res) => {
+  const body = JSON.stringify({ upstream: true, url: req.url });
+  res.writeHead(200, { 'content-type': 'application/json', 'x-upstream': 'yes' });
+  res.end(body);
+};
+
+export async function startUpstream(): Promise<RecordingUpstream> {
+  const received: ReceivedRequest[] = [];
+  let handler = defaultHandler;
+  const server = http.createServer((req, res) => {
+    received.push({ method: req.method!, url: req.url!, headers: req.headers, rawHeaders: [...req.rawHeaders] });
+    handler(req, res);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    port,
+    received,
+    handle(next) {
+      handler = next;
+    },
+    async close() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}

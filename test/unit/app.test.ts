@@ -1,0 +1,141 @@
+import nock from 'nock';
+import request from 'supertest';
+import { createTestApp, type TestApp } from '../helpers/app.js';
+import { STATEMENT_ID } from '../helpers/policy.js';
+
+const UPSTREAM = 'http://statements.test';
+const LIST = '/v1/acquirer/eod_statements';
+const CSV = `/v1/acquirer/eod_statements/${STATEMENT_ID}.csv`;
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+let t: TestApp;
+let key: string;
+
+beforeAll(() => {
+  nock.disableNetConnect();
+  nock.enableNetConnect(/127\.0\.0\.1|localhost|\[::1\]/);
+});
+afterAll(() => nock.enableNetConnect());
+
+beforeEach(async () => {
+  t = await createTestApp({ upstreamUrl: UPSTREAM, upstreamTimeoutMs: 200 });
+  ({ key } = await t.addKey({ acquirer_id: 'acq_1' }));
+});
+afterEach(() => {
+  t.close();
+  const pending = nock.pendingMocks();
+  nock.cleanAll();
+  expect(pending).toEqual([]);
+});
+
+const get = (path: string) => request(t.app).get(path).set('Authorization', `Bearer ${key}`);
+
+describe('proxying an allowed request (nock upstream)', () => {
+  it('forwards path and query unchanged, one acquirer header, no credential; passes the answer through', async () => {
+    const scope = nock(UPSTREAM, { badheaders: ['authorization'] })
+      .get(`${LIST}?page=2&x=%41`)
+      .matchHeader('x-acquirer-id', 'acq_1')
+      .reply(200, '{"eod_statements":[],"meta":{}}', { 'content-type': 'application/json', etag: '"abc"' });
+    const res = await request(t.app)
+      .get(`${LIST}?page=2&x=%41`)
+      .set('Authorization', `Bearer ${key}`)
+      .set('X-Acquirer-Id', 'acq_evil')
+      .set('x_acquirer_id', 'acq_evil');
+    expect(res.status).toBe(200);
+    expect(res.text).toBe('{"eod_statements":[],"meta":{}}');
+    expect(res.headers['content-type']).toBe('application/json');
+    expect(res.headers.etag).toBe('"abc"');
+    expect(res.headers['x-powered-by']).toBeUndefined();
+    scope.done();
+  });
+
+  it('streams the CSV with the upstream content type', async () => {
+    const csv = 'a,b\r\n1,2\r\n';
+    nock(UPSTREAM).get(CSV).reply(200, csv, { 'content-type': 'text/csv; charset=utf-8' });
+    const res = await get(CSV).buffer(true).parse((r, cb) => {
+      let data = '';
+      r.on('data', (c: Buffer) => (data += c.toString()));
+      r.on('end', () => cb(null, data));
+    });
+    expect(res.status).toBe(200);
+    expect(res.body).toBe(csv);
+    expect(res.headers['content-type']).toBe('text/csv; charset=utf-8');
+  });
+
+  it('serves the permission catalogue itself, to any valid key', async () => {
+    const { key: bare } = await t.addKey({ permissions: [] });
+    const res = await request(t.app).get('/v1/acquirer/api_keys/permissions').set('Authorization', `Bearer ${bare}`);
+    expect(res.status).toBe(200);
+    expect(res.headers['content-type']).toBe(JSON_TYPE);
+    expect(res.text).toBe(t.policy.catalogueBody.toString());
+    expect(res.body.permissions).toContainEqual({ name: 'eod_list', description: 'List End-of-Day statements' });
+  });
+});
+
+describe('upstream answers', () => {
+  const notFoundBody = '{"message":"Not found"}';
+
+  it.each([
+    [403, 404, notFoundBody],
+    [404, 404, notFoundBody],
+    [401, 401, '{"message":"Invalid authentication information"}'],
+    [500, 500, '{"message":"Internal server error"}'],
+    [503, 503, '{"message":"Service unavailable"}'],
+    [418, 502, '{"message":"Bad gateway"}'],
+  ])('an upstream %i becomes %i with the documented body and no upstream header', async (upstream, status, body) => {
+    nock(UPSTREAM).get(CSV).reply(upstream, '<html>stack trace of acq_2</html>', { 'content-type': 'text/html', 'x-owner': 'acq_2' });
+    const res = await get(CSV);
+    expect(res.status).toBe(status);
+    expect(res.text).toBe(body);
+    expect(res.headers['content-type']).toBe(JSON_TYPE);
+    expect(res.headers['x-owner']).toBeUndefined();
+  });
+
+  it('another acquirer\'s statement looks exactly like a missing one and an unknown route', async () => {
+    nock(UPSTREAM).get(CSV).reply(403, 'forbidden', { 'x-a': '1' });
+    nock(UPSTREAM).get(CSV).reply(404, 'nope', { 'x-b': '2' });
+    const forbidden = await get(CSV);
+    const missing = await get(CSV);
+    const unknownRoute = await get('/v1/acquirer/merchants');
+    for (const res of [forbidden, missing, unknownRoute]) {
+      expect(res.status).toBe(404);
+      expect(res.text).toBe(notFoundBody);
+    }
+    const names = (h: Record<string, string>) => Object.keys(h).filter((n) => n !== 'date').sort();
+    expect(names(forbidden.headers)).toEqual(names(unknownRoute.headers));
+    expect(names(missing.headers)).toEqual(names(unknownRoute.headers));
+  });
+  // Refused, silent and resetting upstreams are tested against real sockets in
+  // test/integration/upstream-faults.test.ts: nock's interceptors do not fail a piped proxy request.
+});
+
+describe('refusals never reach the upstream', () => {
+  // A catch-all interceptor that must stay pending: any request to the upstream would consume it.
+  beforeEach(() => {
+    nock(UPSTREAM).get(/.*/).reply(200, 'reached');
+  });
+  afterEach(() => {
+    expect(nock.pendingMocks()).toHaveLength(1);
+    nock.cleanAll();
+  });
+
+  it.each([
+    ['no key', () => request(t.app).get(LIST), 401, '{"message":"Invalid authentication information"}'],
+    ['unknown key', () => request(t.app).get(LIST).set('Authorization', `Bearer acquirer_key_${'Z'.repeat(43)}`), 401, '{"message":"Invalid authentication information"}'],
+    ['unknown route', () => get('/v1/acquirer/merchants'), 404, '{"message":"Not found"}'],
+    ['non-canonical path', () => get('/v1/acquirer//eod_statements'), 404, '{"message":"Not found"}'],
+    ['a body on a GET route', () => get(LIST).set('Content-Type', 'text/plain').send('hello'), 400, '{"message":"Bad request"}'],
+  ])('%s', async (_name, send, status, body) => {
+    const res = await send();
+    expect(res.status).toBe(status);
+    expect(res.text).toBe(body);
+    expect(res.headers['content-type']).toBe(JSON_TYPE);
+  });
+
+  it('a key without the permission gets 403', async () => {
+    const { key: listOnly } = await t.addKey({ permissions: ['eod_list'] });
+    const res = await request(t.app).get(LIST).set('Authorization', `Bearer ${listOnly}`);
+    expect(res.status).toBe(403);
+    expect(res.text).toBe('{"message":"Unauthorized"}');
+  });
+});

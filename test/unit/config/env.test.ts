@@ -1,0 +1,63 @@
+import { ConfigError, loadConfig } from '../../../src/config/env.js';
+
+const base = { UPSTREAM_URL: 'http://127.0.0.1:9000' };
+
+function problems(env: Record<string, string>, flags: Record<string, string> = {}): string[] {
+  try {
+    loadConfig(env, flags);
+  } catch (err) {
+    if (err instanceof ConfigError) return [...err.problems];
+    throw err;
+  }
+  return [];
+}
+
+describe('loadConfig', () => {
+  it('applies the documented defaults', () => {
+    const config = loadConfig(base);
+    expect(config).toMatchObject({
+      port: 8080,
+      host: '::',
+      upstreamUrl: 'http://127.0.0.1:9000',
+      redisUrl: 'redis://127.0.0.1:6379',
+      policyFile: 'policies/acquirer-api.yaml',
+      trustedProxies: [],
+      upstreamTimeoutMs: 30000,
+      keyOutageGraceMs: 30000,
+    });
+    expect(config.trustedProxyList).toBeNull();
+  });
+
+  it('lets a flag of the same name override the variable', () => {
+    const config = loadConfig({ ...base, PORT: '9000' }, { port: '9001', 'upstream-url': 'https://statements.internal:8443' });
+    expect(config.port).toBe(9001);
+    expect(config.upstreamUrl).toBe('https://statements.internal:8443');
+  });
+
+  it('parses trusted proxies into canonical CIDRs', () => {
+    const config = loadConfig({ ...base, TRUSTED_PROXIES: '10.0.0.0/8, 192.0.2.1,::1' });
+    expect(config.trustedProxies).toEqual(['10.0.0.0/8', '192.0.2.1', '::1']);
+    expect(config.trustedProxyList).not.toBeNull();
+  });
+
+  it.each([
+    [{}, 'UPSTREAM_URL: required (set UPSTREAM_URL or pass --upstream-url)'],
+    [{ ...base, PORT: '70000' }, 'PORT: must be an integer from 0 to 65535 (got "70000")'],
+    [{ ...base, PORT: '80a' }, 'PORT: must be an integer from 0 to 65535 (got "80a")'],
+    [{ ...base, PORT: '-1' }, 'PORT: must be an integer from 0 to 65535 (got "-1")'],
+    [{ UPSTREAM_URL: 'not a url' }, 'UPSTREAM_URL: must be an absolute http:// or https:// URL (got "not a url")'],
+    [{ UPSTREAM_URL: 'ftp://host' }, 'UPSTREAM_URL: must use http or https (got "ftp://host")'],
+    [{ UPSTREAM_URL: 'http://host/base' }, 'UPSTREAM_URL: must be an origin (scheme, host, port) without path, query or fragment (got "http://host/base")'],
+    [{ ...base, TRUSTED_PROXIES: '10.0.0.1/8' }, 'TRUSTED_PROXIES: "10.0.0.1/8": host bits are set; did you mean 10.0.0.0/8? (got "10.0.0.1/8")'],
+    [{ ...base, REDIS_URL: 'http://x' }, 'REDIS_URL: must use redis:// or rediss://'],
+    [{ ...base, UPSTREAM_TIMEOUT_MS: '0' }, 'UPSTREAM_TIMEOUT_MS: must be an integer from 1 to 3600000 (got "0")'],
+    [{ ...base, LOG_LEVEL: 'loud' }, 'LOG_LEVEL: must be one of fatal, error, warn, info, debug, trace, silent (got "loud")'],
+  ])('refuses %j with one line naming the variable', (env, line) => {
+    expect(problems(env as Record<string, string>)).toEqual([line]);
+  });
+
+  it('never echoes a Redis URL, which may hold a password', () => {
+    const [line] = problems({ ...base, REDIS_URL: 'http://user:secret@x' });
+    expect(line).not.toContain('secret');
+  });
+});

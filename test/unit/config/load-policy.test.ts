@@ -1,0 +1,84 @@
+import { formatPolicyError, loadPolicy } from '../../../src/config/load-policy.js';
+import { shippedPolicy } from '../../helpers/policy.js';
+
+const fixture = (name: string) => `test/fixtures/policies/${name}.yaml`;
+
+async function errorLines(name: string): Promise<string[]> {
+  const result = await loadPolicy(fixture(name));
+  if (result.ok) throw new Error(`${name} was accepted`);
+  return result.errors.map(formatPolicyError);
+}
+
+describe('the shipped policy', () => {
+  it('declares the catalogue, the four routes and the header', async () => {
+    const policy = await shippedPolicy();
+    expect(policy.acquirerHeader).toBe('x-acquirer-id');
+    expect(policy.routes.map((r) => [r.method, r.path, r.permissions, r.serve])).toEqual([
+      ['GET', '/v1/acquirer/eod_statements', ['eod_list', 'eod_read'], undefined],
+      ['GET', '/v1/acquirer/eod_statements/:statement_id.csv', ['eod_list', 'eod_read'], undefined],
+      ['GET', '/v1/acquirer/eod_statements/by_date/:date.csv', ['eod_list', 'eod_read'], undefined],
+      ['GET', '/v1/acquirer/api_keys/permissions', [], 'permission_catalogue'],
+    ]);
+    expect([...policy.permissionNames]).toEqual([
+      'merchants_create', 'merchants_read', 'merchants_update', 'merchants_delete',
+      'merchant_users_create', 'merchant_users_read', 'merchant_users_update', 'merchant_users_disable',
+      'merchant_users_enable', 'merchant_users_password_reset', 'orders_read', '3ds_read',
+      'agreements_read', 'agreements_disable', 'payment_controls_create', 'payment_controls_read',
+      'payment_controls_update', 'payment_controls_delete', 'eod_list', 'eod_read', 'audit_logs_read',
+    ]);
+    expect(Object.fromEntries(policy.upstreamStatusMap)).toEqual({ 401: 401, 403: 404, 404: 404 });
+    expect(policy.contentHash).toMatch(/^[0-9a-f]{64}$/);
+  });
+});
+
+describe('refusing a bad policy with file, line, column and reason', () => {
+  it('accepts a minimal valid policy', async () => {
+    const result = await loadPolicy(fixture('minimal'));
+    expect(result.ok).toBe(true);
+  });
+
+  it('unknown permission', async () => {
+    expect(await errorLines('unknown-permission')).toEqual([
+      `${fixture('unknown-permission')}:9:32: routes.0.permissions.1: unknown permission "things_write" (not in the catalogue)`,
+    ]);
+  });
+
+  it('unknown field', async () => {
+    expect(await errorLines('unknown-field')).toEqual([`${fixture('unknown-field')}:10:5: routes.0.cache: unknown field "cache"`]);
+  });
+
+  it('bad templates', async () => {
+    expect(await errorLines('bad-template')).toEqual([
+      `${fixture('bad-template')}:8:11: routes.0.path: bad path template: segment ".." is a dot segment`,
+      `${fixture('bad-template')}:13:11: routes.1.path: bad path template: parameter :id has no type in params`,
+    ]);
+  });
+
+  it('duplicate and ambiguous routes, per method', async () => {
+    expect(await errorLines('ambiguous')).toEqual([
+      `${fixture('ambiguous')}:13:11: routes.1.path: GET /v1/things/:name is ambiguous with route "by_id" (routes.0): both match /v1/things/00000000-0000-0000-0000-000000000000`,
+      `${fixture('ambiguous')}:18:11: routes.2.path: GET /v1/things/latest is ambiguous with route "by_name" (routes.1): both match /v1/things/latest`,
+      `${fixture('ambiguous')}:22:11: routes.3.path: GET /v1/things/:thing is ambiguous with route "by_id" (routes.0): both match /v1/things/00000000-0000-0000-0000-000000000000`,
+      `${fixture('ambiguous')}:22:11: routes.3.path: GET /v1/things/:thing is ambiguous with route "by_name" (routes.1): both match /v1/things/00000000-0000-0000-0000-000000000000`,
+    ]);
+  });
+
+  it('invalid YAML', async () => {
+    const [line, ...rest] = await errorLines('invalid-yaml');
+    expect(line).toMatch(/^test\/fixtures\/policies\/invalid-yaml\.yaml:\d+:\d+: invalid YAML: /);
+    expect(rest.every((l) => l.includes('invalid YAML'))).toBe(true);
+  });
+
+  it('values of the wrong kind, each reported', async () => {
+    const lines = await errorLines('bad-values');
+    expect(lines).toEqual([
+      `${fixture('bad-values')}:1:10: version: Invalid input: expected 1`,
+      `${fixture('bad-values')}:6:13: permissions.0.name: must be of the form <group>_<action> (lower case, digits, underscores)`,
+      `${fixture('bad-values')}:9:13: routes.0.method: Invalid option: expected one of "GET"|"POST"|"PUT"|"PATCH"|"DELETE"`,
+    ]);
+  });
+
+  it('a missing file', async () => {
+    expect(await errorLines('does-not-exist')).toEqual([`${fixture('does-not-exist')}:0:0: cannot read policy: file not found`]);
+  });
+});

@@ -1,0 +1,186 @@
+import { generateKey, hashKey, type ApiKeyRecord } from '../../../src/keys/api-key.js';
+import { KeyResolver, KeyStoreUnavailableError } from '../../../src/keys/key-resolver.js';
+import type { KeyStoreEvent } from '../../../src/keys/key-store.js';
+import { MemoryKeyStore } from '../../../src/keys/memory-key-store.js';
+import { parseAddress } from '../../../src/net/ip-allowlist.js';
+import { newRecord } from '../../helpers/key-store-contract.js';
+
+/** A MemoryKeyStore that counts lookups, can fail them, and lets a test emit store events. */
+class ScriptedStore extends MemoryKeyStore {
+  lookups = 0;
+  failing = false;
+  gate: Promise<void> | undefined;
+  readonly #listeners = new Set<(e: KeyStoreEvent) => void>();
+
+  override async findByHash(keyHash: string): Promise<ApiKeyRecord | null> {
+    this.lookups++;
+    if (this.gate) await this.gate;
+    if (this.failing) throw new Error('redis down');
+    return super.findByHash(keyHash);
+  }
+
+  override watch(listener: (e: KeyStoreEvent) => void): () => void {
+    this.#listeners.add(listener);
+    const inner = super.watch(listener);
+    return () => {
+      this.#listeners.delete(listener);
+      inner();
+    };
+  }
+
+  emit(event: KeyStoreEvent): void {
+    for (const l of this.#listeners) l(event);
+  }
+}
+
+function setup(options: ConstructorParameters<typeof KeyResolver>[1] = {}) {
+  const store = new ScriptedStore();
+  let now = 1_000_000;
+  const clock = { advance: (ms: number) => (now += ms) };
+  const resolver = new KeyResolver(store, { ttlMs: 60_000, negativeTtlMs: 10_000, outageGraceMs: 30_000, ...options, now: () => now });
+  return { store, resolver, clock };
+}
+
+describe('KeyResolver', () => {
+  it('resolves a valid key with its permissions and compiled whitelist', async () => {
+    const { store, resolver } = setup();
+    const record = newRecord({ allowed_ips: ['192.0.2.0/24'] });
+    await store.create(record);
+    const verdict = await resolver.resolve(record.key_hash);
+    expect(verdict.kind).toBe('valid');
+    if (verdict.kind !== 'valid') return;
+    expect(verdict.key).toMatchObject({ id: record.id, acquirerId: 'acq_1' });
+    expect([...verdict.key.permissions]).toEqual(['eod_list', 'eod_read']);
+    expect(verdict.key.allowlist?.contains(parseAddress('192.0.2.9')!)).toBe(true);
+    expect(verdict.key.allowlist?.contains(parseAddress('198.51.100.1')!)).toBe(false);
+  });
+
+  it('serves a cached key with no store round trip until the TTL passes', async () => {
+    const { store, resolver, clock } = setup();
+    const record = newRecord();
+    await store.create(record);
+    for (let i = 0; i < 100; i++) await resolver.resolve(record.key_hash);
+    expect(store.lookups).toBe(1);
+    clock.advance(60_000);
+    await resolver.resolve(record.key_hash);
+    expect(store.lookups).toBe(2);
+  });
+
+  it('remembers unknown keys briefly, and shares one lookup between concurrent misses', async () => {
+    const { store, resolver, clock } = setup();
+    const hash = hashKey(generateKey());
+    const results = await Promise.all(Array.from({ length: 50 }, () => resolver.resolve(hash)));
+    expect(results.every((r) => r.kind === 'unknown')).toBe(true);
+    expect(store.lookups).toBe(1);
+    for (let i = 0; i < 1000; i++) await resolver.resolve(hash);
+    expect(store.lookups).toBe(1);
+    clock.advance(10_000);
+    await resolver.resolve(hash);
+    expect(store.lookups).toBe(2);
+  });
+
+  it('keeps unknown keys from evicting valid ones', async () => {
+    const { store, resolver } = setup({ maxEntries: 10, negativeMaxEntries: 10 });
+    const record = newRecord();
+    await store.create(record);
+    await resolver.resolve(record.key_hash);
+    for (let i = 0; i < 100; i++) await resolver.resolve(hashKey(generateKey()));
+    const before = store.lookups;
+    await resolver.resolve(record.key_hash);
+    expect(store.lookups).toBe(before);
+  });
+
+  it('reports a disabled key, and keeps that verdict without asking again', async () => {
+    const { store, resolver, clock } = setup();
+    const record = newRecord();
+    await store.create(record);
+    await store.disable(record.id, new Date());
+    expect(await resolver.resolve(record.key_hash)).toEqual({ kind: 'disabled' });
+    clock.advance(24 * 3600_000);
+    store.failing = true;
+    expect(await resolver.resolve(record.key_hash)).toEqual({ kind: 'disabled' });
+    expect(store.lookups).toBe(1);
+  });
+
+  it('drops a key at once when told it changed', async () => {
+    const { store, resolver } = setup();
+    const record = newRecord();
+    await store.create(record);
+    await resolver.resolve(record.key_hash);
+    await store.disable(record.id, new Date()); // MemoryKeyStore notifies like pub/sub
+    expect(await resolver.resolve(record.key_hash)).toEqual({ kind: 'disabled' });
+  });
+
+  it('does not re-cache a record fetched before a change notice', async () => {
+    const { store, resolver } = setup();
+    const record = newRecord();
+    await store.create(record);
+    let open!: () => void;
+    store.gate = new Promise((resolve) => (open = resolve));
+    const slow = resolver.resolve(record.key_hash);
+    await new Promise((resolve) => setImmediate(resolve));
+    // The lookup has read the old record but not returned; a change lands meanwhile.
+    store.emit({ type: 'changed', keyHash: record.key_hash });
+    open();
+    store.gate = undefined;
+    await slow;
+    await resolver.resolve(record.key_hash);
+    expect(store.lookups).toBe(2);
+  });
+
+  it('drops everything on resync', async () => {
+    const { store, resolver } = setup();
+    const record = newRecord();
+    await store.create(record);
+    await resolver.resolve(record.key_hash);
+    store.emit({ type: 'resync' });
+    await resolver.resolve(record.key_hash);
+    expect(store.lookups).toBe(2);
+  });
+
+  it('fails closed for an uncached key when the store fails', async () => {
+    const { store, resolver } = setup();
+    store.failing = true;
+    await expect(resolver.resolve(hashKey(generateKey()))).rejects.toBeInstanceOf(KeyStoreUnavailableError);
+  });
+
+  it('keeps cached keys working during an outage for the grace period only', async () => {
+    const { store, resolver, clock } = setup();
+    const record = newRecord();
+    await store.create(record);
+    await resolver.resolve(record.key_hash);
+    store.emit({ type: 'health', healthy: false });
+    store.failing = true;
+    clock.advance(29_000);
+    expect((await resolver.resolve(record.key_hash)).kind).toBe('valid');
+    clock.advance(1_000);
+    await expect(resolver.resolve(record.key_hash)).rejects.toBeInstanceOf(KeyStoreUnavailableError);
+    // Recovery needs nobody: the store is back, lookups succeed, the key is valid again.
+    store.failing = false;
+    store.emit({ type: 'health', healthy: true });
+    expect((await resolver.resolve(record.key_hash)).kind).toBe('valid');
+  });
+
+  it('serves an expired entry during a short outage that only lookups noticed', async () => {
+    const { store, resolver, clock } = setup();
+    const record = newRecord();
+    await store.create(record);
+    await resolver.resolve(record.key_hash);
+    clock.advance(60_000);
+    store.failing = true;
+    expect((await resolver.resolve(record.key_hash)).kind).toBe('valid');
+    clock.advance(30_000);
+    await expect(resolver.resolve(record.key_hash)).rejects.toBeInstanceOf(KeyStoreUnavailableError);
+  });
+
+  it('asks the store again once an outage outlives the grace, and trusts a fresh answer', async () => {
+    const { store, resolver, clock } = setup();
+    const record = newRecord();
+    await store.create(record);
+    await resolver.resolve(record.key_hash);
+    store.emit({ type: 'health', healthy: false }); // e.g. only the subscription is down
+    clock.advance(31_000);
+    expect((await resolver.resolve(record.key_hash)).kind).toBe('valid');
+    expect(store.lookups).toBe(2);
+  });
+});

@@ -1,0 +1,43 @@
+import { resolveClientAddress } from '../../../src/net/client-address.js';
+import { compileAllowlist } from '../../../src/net/ip-allowlist.js';
+
+const trusted = compileAllowlist(['10.0.0.0/8', '::1']);
+const resolve = (socket: string | undefined, xff: string | undefined, proxies = trusted) =>
+  resolveClientAddress(socket, xff, proxies)?.toString() ?? null;
+
+describe('resolveClientAddress', () => {
+  it('uses the socket peer when no proxy is trusted, ignoring a spoofed X-Forwarded-For', () => {
+    expect(resolveClientAddress('198.51.100.1', '203.0.113.5', null)?.toString()).toBe('198.51.100.1');
+  });
+
+  it('ignores X-Forwarded-For from a peer that is not a trusted proxy', () => {
+    expect(resolve('198.51.100.1', '203.0.113.5')).toBe('198.51.100.1');
+  });
+
+  it('counts an IPv4-mapped peer as its IPv4 address', () => {
+    expect(resolve('::ffff:198.51.100.1', undefined)).toBe('198.51.100.1');
+    expect(resolve('::ffff:10.1.1.1', '203.0.113.5')).toBe('203.0.113.5'); // mapped trusted proxy
+  });
+
+  it('takes the right-most address that is not a trusted proxy', () => {
+    expect(resolve('10.0.0.2', '203.0.113.5')).toBe('203.0.113.5');
+    expect(resolve('10.0.0.2', '192.0.2.66, 203.0.113.5, 10.0.0.9')).toBe('203.0.113.5');
+    expect(resolve('::1', '192.0.2.66,203.0.113.5')).toBe('203.0.113.5');
+  });
+
+  it('falls back to the left-most hop when every hop is trusted, and to the peer with no header', () => {
+    expect(resolve('10.0.0.2', '10.0.0.3, 10.0.0.4')).toBe('10.0.0.3');
+    expect(resolve('10.0.0.2', undefined)).toBe('10.0.0.2');
+    expect(resolve('10.0.0.2', '  ')).toBe('10.0.0.2');
+  });
+
+  it('cannot judge an unparseable hop or peer: null', () => {
+    expect(resolve('10.0.0.2', '203.0.113.5, garbage')).toBeNull();
+    expect(resolve('10.0.0.2', '203.0.113.5:4711')).toBeNull();
+    expect(resolve(undefined, undefined)).toBeNull();
+  });
+
+  it('does not reach past an untrusted hop to an unparseable one', () => {
+    expect(resolve('10.0.0.2', 'garbage, 203.0.113.5')).toBe('203.0.113.5');
+  });
+});

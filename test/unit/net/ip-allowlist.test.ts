@@ -1,0 +1,71 @@
+import { compileAllowlist, parseAddress, parseCidr } from '../../../src/net/ip-allowlist.js';
+
+describe('parseCidr (whitelist entries as written by an administrator)', () => {
+  it.each([
+    ['203.0.113.7', '203.0.113.7'],
+    ['203.0.113.0/24', '203.0.113.0/24'],
+    ['10.0.0.0/8', '10.0.0.0/8'],
+    ['203.0.113.7/32', '203.0.113.7'],
+    ['2001:db8::/32', '2001:db8::/32'],
+    ['2001:DB8:0:0::1', '2001:db8::1'],
+    ['::1', '::1'],
+    ['::ffff:203.0.113.7', '203.0.113.7'],
+    ['::ffff:203.0.113.0/120', '203.0.113.0/24'],
+    [' 192.0.2.1 ', '192.0.2.1'],
+  ])('accepts %s as %s', (input, cidr) => {
+    expect(parseCidr(input)).toEqual({ ok: true, cidr });
+  });
+
+  it.each([
+    ['010.0.0.1', /dotted decimal/],
+    ['10.0.0.01', /dotted decimal/],
+    ['256.0.0.1', /out of range/],
+    ['10.0.0', /dotted decimal/],
+    ['0x0a.0.0.1', /dotted decimal/],
+    ['10.0.0.1/8', /host bits are set; did you mean 10.0.0.0\/8/],
+    ['2001:db8::1/32', /host bits are set; did you mean 2001:db8::\/32/],
+    ['10.0.0.0/33', /at most 32/],
+    ['10.0.0.0/08', /decimal/],
+    ['10.0.0.0/', /decimal/],
+    ['0.0.0.0/0', /\/0/],
+    ['::/0', /\/0/],
+    ['fe80::1%eth0', /zone/],
+    ['10.0.0.0/8/8', /more than one/],
+    ['example.com', /not an IPv4/],
+    ['', /not an IPv4/],
+    ['::ffff:203.0.113.0/64', /at least 96/],
+  ])('refuses %s', (input, reason) => {
+    const result = parseCidr(input);
+    expect(result.ok).toBe(false);
+    expect(!result.ok && result.reason).toMatch(reason);
+  });
+});
+
+describe('compileAllowlist', () => {
+  const allowlist = compileAllowlist(['203.0.113.0/24', '198.51.100.7', '2001:db8::/32']);
+  const contains = (text: string) => allowlist.contains(parseAddress(text)!);
+
+  it.each([
+    ['203.0.113.1', true],
+    ['203.0.113.255', true],
+    ['203.0.114.1', false],
+    ['198.51.100.7', true],
+    ['198.51.100.8', false],
+    ['::ffff:203.0.113.9', true], // IPv4-mapped IPv6 counts as its IPv4 address
+    ['::ffff:198.51.100.8', false],
+    ['2001:db8:1::5', true],
+    ['2001:db9::5', false],
+    ['::1', false],
+  ])('%s → %s', (address, expected) => {
+    expect(contains(address)).toBe(expected);
+  });
+});
+
+describe('parseAddress', () => {
+  it('maps IPv4-mapped IPv6 to IPv4 and refuses garbage', () => {
+    expect(parseAddress('::ffff:127.0.0.1')?.toString()).toBe('127.0.0.1');
+    expect(parseAddress('::1')?.toString()).toBe('::1');
+    expect(parseAddress('not-an-ip')).toBeNull();
+    expect(parseAddress(undefined)).toBeNull();
+  });
+});

@@ -1,0 +1,77 @@
+import { matchRoute } from '../../../src/policy/match-route.js';
+import type { CompiledPolicy } from '../../../src/policy/compile.js';
+import { shippedPolicy, STATEMENT_ID } from '../../helpers/policy.js';
+
+let policy: CompiledPolicy;
+beforeAll(async () => {
+  policy = await shippedPolicy();
+});
+
+const routeOf = (method: string, target: string) => {
+  const match = matchRoute(policy, method, target);
+  return match.kind === 'matched' ? match.route.id : match.kind;
+};
+
+describe('matchRoute with the shipped policy', () => {
+  it.each([
+    ['GET', '/v1/acquirer/eod_statements', 'eod_statements_list'],
+    ['GET', '/v1/acquirer/eod_statements?page=2&per_page=50', 'eod_statements_list'],
+    ['GET', `/v1/acquirer/eod_statements/${STATEMENT_ID}.csv`, 'eod_statement_download'],
+    ['GET', '/v1/acquirer/eod_statements/by_date/2024-02-29.csv', 'eod_statement_download_by_date'],
+    ['GET', '/v1/acquirer/api_keys/permissions', 'api_keys_permissions'],
+  ])('%s %s → %s', (method, target, expected) => {
+    expect(routeOf(method, target)).toBe(expected);
+  });
+
+  it('keeps path and query apart, unchanged', () => {
+    expect(matchRoute(policy, 'GET', '/v1/acquirer/eod_statements?a=1&b=%20')).toMatchObject({
+      kind: 'matched',
+      path: '/v1/acquirer/eod_statements',
+      query: '?a=1&b=%20',
+    });
+  });
+
+  it.each([
+    ['POST', '/v1/acquirer/eod_statements'],
+    ['HEAD', '/v1/acquirer/eod_statements'],
+    ['OPTIONS', '/v1/acquirer/eod_statements'],
+    ['get', '/v1/acquirer/eod_statements'],
+    ['GET', '/v1/acquirer/EOD_statements'],
+    ['GET', '/v1/acquirer/eod_statements/not-a-uuid.csv'],
+    ['GET', `/v1/acquirer/eod_statements/${STATEMENT_ID.toUpperCase()}.csv`],
+    ['GET', `/v1/acquirer/eod_statements/${STATEMENT_ID}`],
+    ['GET', `/v1/acquirer/eod_statements/${STATEMENT_ID}.CSV`],
+    ['GET', '/v1/acquirer/eod_statements/by_date/2023-02-29.csv'],
+    ['GET', '/v1/acquirer/eod_statements/by_date/2024-13-01.csv'],
+    ['GET', '/v1/acquirer/eod_statements/by_date/24-01-01.csv'],
+    ['GET', '/v1/acquirer/merchants'],
+    ['GET', '/'],
+  ])('%s %s → not_found', (method, target) => {
+    expect(routeOf(method, target)).toBe('not_found');
+  });
+
+  it.each([
+    '/v1/acquirer/eod_statements/',
+    '/v1/acquirer//eod_statements',
+    '/v1/acquirer/./eod_statements',
+    '/v1/acquirer/x/../eod_statements',
+    '/v1/acquirer/eod_statements/..',
+    '/v1/acquirer/eod_statements/.',
+    '/v1/acquirer/eod%5Fstatements',
+    '/v1/acquirer%2Feod_statements',
+    '/v1/acquirer/eod_statements%2e',
+    '/v1\\acquirer\\eod_statements',
+    '/v1/acquirer/eod_statements;jsessionid=1',
+    '/v1/acquirer/eod_statements#frag',
+    '/v1/acquirer/eod_statements?x=1#frag',
+    '/v1/acquirer/eod_statements?x=\u00e9',
+    '/v1/acquirer/eod_stat\u00e9ments',
+    '/v1/acquirer/eod_statements\t',
+    'http://upstream/v1/acquirer/eod_statements',
+    '*',
+    'v1/acquirer/eod_statements',
+    '',
+  ])('refuses the non-canonical target %j', (target) => {
+    expect(routeOf('GET', target)).toBe('non_canonical');
+  });
+});
