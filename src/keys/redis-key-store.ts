@@ -63,6 +63,7 @@ export class RedisKeyStore implements KeyStore {
   readonly #listeners = new Set<KeyStoreListener>();
   #healthy = false;
   #subscribedOnce = false;
+  #subscribed = false;
 
   constructor(options: RedisKeyStoreOptions) {
     this.#prefix = options.prefix ?? DEFAULT_REDIS_KEY_PREFIX;
@@ -81,22 +82,32 @@ export class RedisKeyStore implements KeyStore {
     this.#client.on('ready', () => this.#updateHealth());
     this.#client.on('close', () => this.#updateHealth());
     if (options.subscribe === true) {
-      const subscriber = new Redis(options.url, { ...common, connectionName: 'acquirer-gateway:events' });
+      // Subscribed on every (re)connect by us, not by ioredis: with no offline queue a subscription
+      // asked for before the connection is up would be lost, and we must know when it is live.
+      const subscriber = new Redis(options.url, { ...common, autoResubscribe: false, connectionName: 'acquirer-gateway:events' });
       this.#subscriber = subscriber;
       subscriber.on('error', () => {});
-      subscriber.on('close', () => this.#updateHealth());
-      subscriber.on('ready', () => {
-        // Notices published while we were away are lost: drop everything cached (not on the first connect).
-        if (this.#subscribedOnce) this.#emit({ type: 'resync' });
-        this.#subscribedOnce = true;
+      subscriber.on('close', () => {
+        this.#subscribed = false;
         this.#updateHealth();
+      });
+      subscriber.on('ready', () => {
+        subscriber.subscribe(this.#channel).then(
+          () => {
+            // Notices published while we were away are lost: drop everything cached (not on the first connect).
+            if (this.#subscribedOnce) this.#emit({ type: 'resync' });
+            this.#subscribedOnce = true;
+            this.#subscribed = true;
+            this.#updateHealth();
+          },
+          () => subscriber.disconnect(true), // reconnect and try again
+        );
       });
       subscriber.on('message', (channel: string, message: string) => {
         if (channel !== this.#channel) return;
         const keyHash = this.#parseNotice(message);
         this.#emit(keyHash === null ? { type: 'resync' } : { type: 'changed', keyHash });
       });
-      subscriber.subscribe(this.#channel).catch(() => {});
     }
   }
 
@@ -202,7 +213,7 @@ export class RedisKeyStore implements KeyStore {
   }
 
   #updateHealth(): void {
-    const healthy = this.#client.status === 'ready' && (this.#subscriber === undefined || this.#subscriber.status === 'ready');
+    const healthy = this.#client.status === 'ready' && (this.#subscriber === undefined || this.#subscribed);
     if (healthy === this.#healthy) return;
     this.#healthy = healthy;
     this.#emit({ type: 'health', healthy });

@@ -1,0 +1,280 @@
+import { createHash } from 'node:crypto';
+import http from 'node:http';
+import { createKey, runCli, startServe, type ServeProcess } from '../helpers/cli.js';
+import { bearer, headerNames, request, type HttpResult } from '../helpers/http.js';
+import { STATEMENT_ID } from '../helpers/policy.js';
+import { startTestRedis, type TestRedis } from '../helpers/redis.js';
+import { headerValues, startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
+
+/**
+ * The gateway as an operator runs it: `acquirer-gateway serve` against a real Redis and a real
+ * upstream, keys made with `acquirer-gateway keys`, requests over HTTP.
+ */
+const LIST = '/v1/acquirer/eod_statements';
+const OTHER_STATEMENT = '11111111-2222-4333-8444-555555555555';
+const MISSING_STATEMENT = '99999999-9999-4999-8999-999999999999';
+const CSV_BYTES = 64 * 1024 * 1024;
+const UNAUTHENTICATED = '{"message":"Invalid authentication information"}';
+const NOT_FOUND = '{"message":"Not found"}';
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+let redis: TestRedis;
+let upstream: RecordingUpstream;
+let gateway: ServeProcess;
+let env: Record<string, string>;
+const keys: Record<string, { id: string; key: string }> = {};
+
+/** Deterministic CSV bytes, streamed in chunks so the upstream never holds the whole file. */
+function csvChunk(i: number): Buffer {
+  return Buffer.from(`${String(i).padStart(10, '0')},merchant_${i % 97},${(i * 7) % 100000}.00,EUR\r\n`.padEnd(64, ' '));
+}
+function expectedCsvHash(): string {
+  const hash = createHash('sha256');
+  for (let i = 0; i < CSV_BYTES / 64; i++) hash.update(csvChunk(i));
+  return hash.digest('hex');
+}
+
+/** The statements service: tenancy by the acquirer header, like the legacy backend. */
+function statementsService(req: http.IncomingMessage, res: http.ServerResponse) {
+  const acquirer = req.headers['x-acquirer-id'];
+  const path = req.url!.split('?')[0];
+  if (path === LIST) {
+    res.writeHead(200, { 'content-type': 'application/json', 'x-upstream-owner': String(acquirer) });
+    res.end(JSON.stringify({ eod_statements: [], meta: { current_page: 1, next_page: null, prev_page: null, total_pages: 1, total_count: 0 }, acquirer }));
+    return;
+  }
+  if (path === `/v1/acquirer/eod_statements/${STATEMENT_ID}.csv` && acquirer === 'acq_1') {
+    res.writeHead(200, { 'content-type': 'text/csv; charset=utf-8', 'content-length': String(CSV_BYTES) });
+    let i = 0;
+    const pump = () => {
+      while (i < CSV_BYTES / 64) {
+        if (!res.write(csvChunk(i++))) return void res.once('drain', pump);
+      }
+      res.end();
+    };
+    pump();
+    return;
+  }
+  if (path === `/v1/acquirer/eod_statements/${OTHER_STATEMENT}.csv`) {
+    // Belongs to acq_2: the legacy service says so with a 403 and some detail.
+    res.writeHead(acquirer === 'acq_2' ? 200 : 403, { 'content-type': 'text/html', 'x-owner': 'acq_2' });
+    res.end(acquirer === 'acq_2' ? 'a,b\r\n' : '<h1>Forbidden: statement of acq_2</h1>');
+    return;
+  }
+  res.writeHead(404, { 'content-type': 'text/plain', 'x-trace': 'abc' });
+  res.end(`no such thing: ${path}`);
+}
+
+beforeAll(async () => {
+  redis = await startTestRedis();
+  upstream = await startUpstream();
+  upstream.handle(statementsService);
+  env = { REDIS_URL: redis.url, REDIS_KEY_PREFIX: redis.prefix };
+  const make = async (name: string, options: Parameters<typeof createKey>[1]) => {
+    const created = await createKey(env, options);
+    keys[name] = { id: created.id, key: created.key };
+  };
+  await Promise.all([
+    make('acq1', { acquirer: 'acq_1', permissions: ['eod_list', 'eod_read'] }),
+    make('acq2', { acquirer: 'acq_2', permissions: ['eod_list', 'eod_read'] }),
+    make('listOnly', { acquirer: 'acq_1', permissions: ['eod_list'] }),
+    make('noEod', { acquirer: 'acq_1', permissions: ['orders_read'] }),
+    make('elsewhere', { acquirer: 'acq_1', permissions: ['eod_list', 'eod_read'], allowIp: ['192.0.2.0/24'] }),
+    make('loopback', { acquirer: 'acq_1', permissions: ['eod_list', 'eod_read'], allowIp: ['127.0.0.1'] }),
+    make('behindProxy', { acquirer: 'acq_1', permissions: ['eod_list', 'eod_read'], allowIp: ['203.0.113.0/24'] }),
+    make('disabled', { acquirer: 'acq_1', permissions: ['eod_list', 'eod_read'] }),
+  ]);
+  const disabled = await runCli(['keys', 'disable', keys.disabled!.id], env);
+  expect(disabled.code).toBe(0);
+  // Dual-stack bind: IPv4 clients appear as ::ffff:127.0.0.1, which must count as 127.0.0.1.
+  gateway = await startServe({ ...env, HOST: '::', UPSTREAM_URL: upstream.url, TRUSTED_PROXIES: '127.0.0.1' });
+}, 30_000);
+
+afterAll(async () => {
+  await gateway?.stop();
+  await upstream?.close();
+  await redis?.stop();
+});
+
+const get = (path: string, headers: http.OutgoingHttpHeaders = {}) => request(gateway.url, path, headers);
+const as = (name: string, path = LIST, headers: http.OutgoingHttpHeaders = {}) => get(path, { ...bearer(keys[name]!.key), ...headers });
+
+async function expectRefusedUnseen(send: () => Promise<HttpResult>, status: number, body: string): Promise<HttpResult> {
+  const before = upstream.received.length;
+  const res = await send();
+  expect(res.status).toBe(status);
+  expect(res.body.toString()).toBe(body);
+  expect(res.headers['content-type']).toBe(JSON_TYPE);
+  expect(upstream.received.length).toBe(before);
+  return res;
+}
+
+describe('authentication (error table: 401)', () => {
+  it('missing, malformed, unknown, disabled and wrong-address keys are indistinguishable', async () => {
+    const results = [
+      await expectRefusedUnseen(() => get(LIST), 401, UNAUTHENTICATED),
+      await expectRefusedUnseen(() => get(LIST, { authorization: 'Basic dXNlcjpwYXNz' }), 401, UNAUTHENTICATED),
+      await expectRefusedUnseen(() => get(LIST, bearer('acquirer_key_short')), 401, UNAUTHENTICATED),
+      await expectRefusedUnseen(() => get(LIST, bearer(`acquirer_key_${'Q'.repeat(43)}`)), 401, UNAUTHENTICATED),
+      await expectRefusedUnseen(() => as('disabled'), 401, UNAUTHENTICATED),
+      await expectRefusedUnseen(() => as('elsewhere'), 401, UNAUTHENTICATED),
+    ];
+    for (const res of results) expect(headerNames(res.headers)).toEqual(headerNames(results[0]!.headers));
+  });
+
+  it('accepts the Bearer scheme in any case', async () => {
+    for (const scheme of ['Bearer', 'bearer', 'BEARER', 'BeArEr']) {
+      const res = await get(LIST, { authorization: `${scheme} ${keys.acq1!.key}` });
+      expect(res.status).toBe(200);
+    }
+  });
+
+  it('refuses two Authorization headers with 400, upstream untouched', async () => {
+    await expectRefusedUnseen(
+      // Node sends one header line per array element.
+      () => get(LIST, { authorization: [`Bearer ${keys.acq1!.key}`, `Bearer ${keys.acq2!.key}`] as unknown as string }),
+      400,
+      '{"message":"Bad request"}',
+    );
+  });
+});
+
+describe('client address and whitelist', () => {
+  it('counts an IPv4-mapped peer as its IPv4 address', async () => {
+    expect((await as('loopback')).status).toBe(200);
+  });
+
+  it('believes X-Forwarded-For from a trusted proxy, right-most untrusted hop first', async () => {
+    expect((await as('behindProxy', LIST, { 'x-forwarded-for': '203.0.113.5' })).status).toBe(200);
+    expect((await as('behindProxy', LIST, { 'x-forwarded-for': '198.51.100.1, 203.0.113.5' })).status).toBe(200);
+    await expectRefusedUnseen(() => as('behindProxy', LIST, { 'x-forwarded-for': '203.0.113.5, 198.51.100.1' }), 401, UNAUTHENTICATED);
+    await expectRefusedUnseen(() => as('behindProxy', LIST, { 'x-forwarded-for': '203.0.113.5, nonsense' }), 401, UNAUTHENTICATED);
+  });
+
+  it('ignores X-Forwarded-For from a peer that is not a trusted proxy', async () => {
+    const res = await new Promise<number>((resolve, reject) => {
+      http
+        .get({ host: '127.0.0.1', port: gateway.port, path: LIST, localAddress: '127.0.0.2', agent: false, headers: { ...bearer(keys.behindProxy!.key), 'x-forwarded-for': '203.0.113.5' } }, (r) => {
+          r.resume();
+          resolve(r.statusCode!);
+        })
+        .on('error', reject);
+    });
+    expect(res).toBe(401);
+  });
+});
+
+describe('routes (error table: 404) and permissions (403)', () => {
+  it.each([
+    ['an undeclared path', '/v1/acquirer/merchants'],
+    ['an undeclared method target', '/v1/acquirer/eod_statements/by_date/2023-02-29.csv'],
+    ['a dot segment', '/v1/acquirer/./eod_statements'],
+    ['a parent segment', '/v1/acquirer/x/../eod_statements'],
+    ['an encoded slash', '/v1/acquirer%2Feod_statements'],
+    ['an encoded dot', `/v1/acquirer/eod_statements/${STATEMENT_ID}%2Ecsv`],
+    ['an empty segment', '/v1/acquirer//eod_statements'],
+    ['a trailing slash', '/v1/acquirer/eod_statements/'],
+    ['a backslash', '/v1/acquirer\\eod_statements'],
+    ['an upper-case id', `/v1/acquirer/eod_statements/${STATEMENT_ID.toUpperCase()}.csv`],
+  ])('%s is 404 and never forwarded', async (_name, path) => {
+    await expectRefusedUnseen(() => as('acq1', path), 404, NOT_FOUND);
+  });
+
+  it('an undeclared method is 404 and never forwarded', async () => {
+    await expectRefusedUnseen(() => request(gateway.url, LIST, bearer(keys.acq1!.key), 'DELETE'), 404, NOT_FOUND);
+    await expectRefusedUnseen(() => request(gateway.url, LIST, bearer(keys.acq1!.key), 'OPTIONS'), 404, NOT_FOUND);
+  });
+
+  it('a key lacking one required permission gets 403, upstream untouched', async () => {
+    await expectRefusedUnseen(() => as('listOnly'), 403, '{"message":"Unauthorized"}');
+    await expectRefusedUnseen(() => as('noEod', `/v1/acquirer/eod_statements/${STATEMENT_ID}.csv`), 403, '{"message":"Unauthorized"}');
+  });
+
+  it('route is judged before permission: unknown route with a weak key is 404', async () => {
+    await expectRefusedUnseen(() => as('noEod', '/v1/acquirer/merchants'), 404, NOT_FOUND);
+  });
+});
+
+describe('the permission catalogue', () => {
+  it('is served by the gateway to any valid key, upstream untouched', async () => {
+    const before = upstream.received.length;
+    const res = await as('noEod', '/v1/acquirer/api_keys/permissions');
+    expect(res.status).toBe(200);
+    expect(res.headers['content-type']).toBe(JSON_TYPE);
+    const body = JSON.parse(res.body.toString()) as { permissions: { name: string; description: string }[] };
+    expect(body.permissions).toHaveLength(21);
+    expect(body.permissions).toContainEqual({ name: 'eod_list', description: 'List End-of-Day statements' });
+    expect(body.permissions).toContainEqual({ name: 'eod_read', description: 'Download End-of-Day statements' });
+    expect(upstream.received.length).toBe(before);
+  });
+});
+
+describe('proxying', () => {
+  it('sends the path and query unchanged, exactly one acquirer header from the key, no credential', async () => {
+    const before = upstream.received.length;
+    const res = await as('acq1', `${LIST}?page=2&sort=-created_at&q=a%20b`, {
+      'X-Acquirer-Id': 'acq_2',
+      x_acquirer_id: 'acq_2',
+      'X.Acquirer.Id': 'acq_2',
+      connection: 'keep-alive, X-Custom-Hop',
+      'x-custom-hop': 'secret',
+      'x-forwarded-for': '10.9.9.9',
+      'x-original-url': '/v1/acquirer/admin',
+      accept: 'application/json',
+    });
+    expect(res.status).toBe(200);
+    expect(JSON.parse(res.body.toString())).toMatchObject({ acquirer: 'acq_1' });
+    expect(res.headers['x-upstream-owner']).toBe('acq_1');
+    expect(upstream.received.length).toBe(before + 1);
+    const seen = upstream.received.at(-1)!;
+    expect(seen.method).toBe('GET');
+    expect(seen.url).toBe(`${LIST}?page=2&sort=-created_at&q=a%20b`);
+    expect(headerValues(seen.rawHeaders, 'x-acquirer-id')).toEqual(['acq_1']);
+    const names = seen.rawHeaders.filter((_, i) => i % 2 === 0).map((n) => n.toLowerCase());
+    for (const forbidden of ['authorization', 'x_acquirer_id', 'x.acquirer.id', 'x-custom-hop', 'x-forwarded-for', 'x-original-url']) {
+      expect(names).not.toContain(forbidden);
+    }
+    expect(headerValues(seen.rawHeaders, 'accept')).toEqual(['application/json']);
+  });
+
+  it('streams a large CSV byte for byte with the upstream content type', async () => {
+    const expected = expectedCsvHash();
+    const { status, type, length, hash } = await new Promise<{ status: number; type: string | undefined; length: number; hash: string }>((resolve, reject) => {
+      http
+        .get({ host: '127.0.0.1', port: gateway.port, path: `/v1/acquirer/eod_statements/${STATEMENT_ID}.csv`, agent: false, headers: bearer(keys.acq1!.key) }, (res) => {
+          const digest = createHash('sha256');
+          let length = 0;
+          res.on('data', (chunk: Buffer) => {
+            length += chunk.length;
+            digest.update(chunk);
+          });
+          res.on('end', () => resolve({ status: res.statusCode!, type: res.headers['content-type'], length, hash: digest.digest('hex') }));
+          res.on('error', reject);
+        })
+        .on('error', reject);
+    });
+    expect(status).toBe(200);
+    expect(type).toBe('text/csv; charset=utf-8');
+    expect(length).toBe(CSV_BYTES);
+    expect(hash).toBe(expected);
+  }, 60_000);
+});
+
+describe('tenancy: another acquirer\'s statement looks exactly like a missing one', () => {
+  it('upstream 403 (another acquirer), upstream 404 (missing) and an unknown route are byte-identical', async () => {
+    const own = await as('acq2', `/v1/acquirer/eod_statements/${OTHER_STATEMENT}.csv`);
+    expect(own.status).toBe(200); // it exists, for its owner
+    const foreign = await as('acq1', `/v1/acquirer/eod_statements/${OTHER_STATEMENT}.csv`);
+    const missing = await as('acq1', `/v1/acquirer/eod_statements/${MISSING_STATEMENT}.csv`);
+    const byDate = await as('acq1', '/v1/acquirer/eod_statements/by_date/2020-01-01.csv');
+    const unknownRoute = await as('acq1', '/v1/acquirer/orders');
+    for (const res of [foreign, missing, byDate, unknownRoute]) {
+      expect(res.status).toBe(404);
+      expect(res.body.toString()).toBe(NOT_FOUND);
+      expect(res.headers['content-type']).toBe(JSON_TYPE);
+      expect(headerNames(res.headers)).toEqual(headerNames(unknownRoute.headers));
+    }
+    expect(foreign.headers['x-owner']).toBeUndefined();
+    expect(missing.headers['x-trace']).toBeUndefined();
+  });
+});
