@@ -1,0 +1,122 @@
+import { runCli } from '../helpers/cli.js';
+import { startTestRedis, type TestRedis } from '../helpers/redis.js';
+
+let redis: TestRedis;
+let env: Record<string, string>;
+
+beforeAll(async () => {
+  redis = await startTestRedis();
+  env = { REDIS_URL: redis.url, REDIS_KEY_PREFIX: redis.prefix };
+});
+afterAll(async () => redis.stop());
+
+const stored = async () => redis.client.keys(`${redis.prefix}*`);
+
+describe('keys create', () => {
+  it('prints the record with the secret once, and stores only its hash', async () => {
+    const result = await runCli(['keys', 'create', '--acquirer', 'acq_9', '--permissions', 'eod_list,eod_read', '--allow-ip', '203.0.113.0/24,2001:db8::/32', '--description', 'nightly job'], env);
+    expect(result.code).toBe(0);
+    expect(result.stderr).toBe('');
+    const printed = JSON.parse(result.stdout);
+    expect(printed).toEqual({
+      id: expect.stringMatching(/^key_[0-9a-f]{20}$/),
+      key: expect.stringMatching(/^acquirer_key_[A-Za-z0-9_-]{43}$/),
+      acquirer_id: 'acq_9',
+      permissions: ['eod_list', 'eod_read'],
+      allowed_ips: ['203.0.113.0/24', '2001:db8::/32'],
+      description: 'nightly job',
+      created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
+      disabled_at: null,
+    });
+    // The secret is nowhere in Redis, and no later command prints it.
+    for (const name of await stored()) {
+      const type = await redis.client.type(name);
+      const value = type === 'set' ? (await redis.client.smembers(name)).join() : await redis.client.get(name);
+      expect(`${name} ${value}`).not.toContain(printed.key);
+    }
+    const shown = await runCli(['keys', 'show', printed.id], env);
+    const listed = await runCli(['keys', 'list', '--acquirer', 'acq_9'], env);
+    for (const out of [shown.stdout, listed.stdout]) {
+      expect(out).not.toContain(printed.key);
+      expect(out).not.toContain('key_hash');
+    }
+    const { key: _secret, ...record } = printed;
+    expect(JSON.parse(shown.stdout)).toEqual(record);
+    expect(listed.stdout.trim().split('\n').map((l) => JSON.parse(l))).toEqual([record]);
+  });
+
+  it.each([
+    [['--acquirer', 'acq_1', '--permissions', 'eod_list,eod_lst'], /--permissions: unknown permission "eod_lst" \(not in the policy's catalogue\)/],
+    [['--acquirer', 'acq_1', '--permissions', 'acquirer_api_keys_create'], /unknown permission "acquirer_api_keys_create"/],
+    [['--acquirer', 'acq_1', '--permissions', 'eod_list', '--allow-ip', '10.0.0.1/8'], /--allow-ip: "10.0.0.1\/8": host bits are set; did you mean 10.0.0.0\/8\?/],
+    [['--acquirer', 'acq_1', '--permissions', 'eod_list', '--allow-ip', '010.0.0.1'], /--allow-ip: "010.0.0.1"/],
+    [['--acquirer', 'acq_1', '--permissions', 'eod_list', '--allow-ip', '0.0.0.0/0'], /\/0/],
+    [['--acquirer', '', '--permissions', 'eod_list'], /--acquirer: required and must not be empty/],
+    [['--acquirer', '   ', '--permissions', 'eod_list'], /--acquirer: required and must not be empty/],
+    [['--permissions', 'eod_list'], /--acquirer: required/],
+    [['--acquirer', 'acq 1', '--permissions', 'eod_list'], /--acquirer: use 1 to 128/],
+    [['--acquirer', 'acq_1'], /--permissions: required/],
+    [['--acquirer', 'acq_1', '--permissions', ''], /--permissions: give at least one/],
+    [['--acquirer', 'acq_1', '--permissions', 'eod_list', '--colour', 'red'], /Unknown option '--colour'/],
+  ])('refuses %j with exit code 2 and writes nothing', async (args, message) => {
+    const before = await stored();
+    const result = await runCli(['keys', 'create', ...args], env);
+    expect(result.code).toBe(2);
+    expect(result.stdout).toBe('');
+    expect(result.stderr).toMatch(message);
+    expect(await stored()).toEqual(before);
+  });
+});
+
+describe('keys show, update, disable, list', () => {
+  it('exit 1 for a key that does not exist', async () => {
+    for (const args of [['show', 'key_nope'], ['disable', 'key_nope'], ['update', 'key_nope', '--permissions', 'eod_list']]) {
+      const result = await runCli(['keys', ...args], env);
+      expect(result.code).toBe(1);
+      expect(result.stderr).toMatch(/no key with id key_nope/);
+    }
+  });
+
+  it('update needs something to change; usage errors exit 2', async () => {
+    expect((await runCli(['keys', 'update', 'key_x'], env)).code).toBe(2);
+    expect((await runCli(['keys', 'show'], env)).code).toBe(2);
+    expect((await runCli(['keys', 'frobnicate'], env)).code).toBe(2);
+  });
+
+  it('fails with exit 1, without a password, when Redis cannot be reached', async () => {
+    const result = await runCli(['keys', 'list'], { REDIS_URL: 'redis://:hunter2@127.0.0.1:1' });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/cannot use Redis at redis:\/\/127\.0\.0\.1:1/);
+    expect(result.stderr).not.toContain('hunter2');
+  });
+});
+
+describe('serve refuses to start on bad input', () => {
+  it.each([
+    [{}, /^acquirer-gateway: invalid configuration: UPSTREAM_URL: required/],
+    [{ UPSTREAM_URL: 'http://127.0.0.1:1', PORT: '70000' }, /^acquirer-gateway: invalid configuration: PORT: must be an integer from 0 to 65535 \(got "70000"\)\n$/],
+    [{ UPSTREAM_URL: 'http://127.0.0.1:1', TRUSTED_PROXIES: '10.0.0.0/33' }, /TRUSTED_PROXIES: "10.0.0.0\/33": prefix length must be at most 32/],
+    [{ UPSTREAM_URL: 'nope' }, /UPSTREAM_URL: must be an absolute http:\/\/ or https:\/\/ URL/],
+  ])('%j: exit 2, one line naming the variable', async (badEnv, message) => {
+    const result = await runCli(['serve'], badEnv);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(message);
+    expect(result.stderr.trim().split('\n')).toHaveLength(1);
+  });
+
+  it('a flag overrides the variable, and an unknown flag is refused', async () => {
+    const bad = await runCli(['serve', '--port', '99999'], { UPSTREAM_URL: 'http://127.0.0.1:1', PORT: '8080' });
+    expect(bad.stderr).toMatch(/PORT: must be an integer from 0 to 65535 \(got "99999"\)/);
+    const unknown = await runCli(['serve', '--prot', '1'], { UPSTREAM_URL: 'http://127.0.0.1:1' });
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toMatch(/Unknown option '--prot'/);
+  });
+
+  it('an invalid policy: exit 1 with file:line:column: reason', async () => {
+    const result = await runCli(['serve'], { UPSTREAM_URL: 'http://127.0.0.1:1', PORT: '0', POLICY_FILE: 'test/fixtures/policies/unknown-permission.yaml' });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toBe(
+      'acquirer-gateway: policy refused:\ntest/fixtures/policies/unknown-permission.yaml:9:32: routes.0.permissions.1: unknown permission "things_write" (not in the catalogue)\n',
+    );
+  });
+});

@@ -1,0 +1,73 @@
+import { createKey, runCli, startServe, type ServeProcess } from '../helpers/cli.js';
+import { bearer, request } from '../helpers/http.js';
+import { startTestRedis, type TestRedis } from '../helpers/redis.js';
+import { startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
+import { waitFor } from '../helpers/wait.js';
+
+/** Two gateways share one Redis; a change made with the CLI reaches both within a second. */
+const LIST = '/v1/acquirer/eod_statements';
+const PROPAGATION_BOUND_MS = 1000;
+
+let redis: TestRedis;
+let upstream: RecordingUpstream;
+let gateways: ServeProcess[];
+let env: Record<string, string>;
+
+beforeAll(async () => {
+  redis = await startTestRedis();
+  upstream = await startUpstream();
+  env = { REDIS_URL: redis.url, REDIS_KEY_PREFIX: redis.prefix };
+  gateways = await Promise.all([1, 2].map(() => startServe({ ...env, UPSTREAM_URL: upstream.url })));
+  // Both must be subscribed before a change is published, or the test proves nothing.
+  await waitFor(async () => (await redis.client.pubsub('NUMSUB', `${redis.prefix}events`))[1] === 2, { what: 'both gateways subscribed' });
+}, 30_000);
+
+afterAll(async () => {
+  await Promise.all(gateways.map((g) => g.stop()));
+  await upstream.close();
+  await redis.stop();
+});
+
+async function statuses(key: string): Promise<number[]> {
+  return Promise.all(gateways.map(async (g) => (await request(g.url, LIST, bearer(key))).status));
+}
+
+/** Polls both gateways until each answers `status`, failing past the bound set by the issue. */
+async function expectEverywhereWithin(key: string, status: number): Promise<void> {
+  await waitFor(async () => (await statuses(key)).every((s) => s === status), {
+    timeoutMs: PROPAGATION_BOUND_MS,
+    intervalMs: 20,
+    what: `every gateway to answer ${status}`,
+  });
+}
+
+it('a disabled key is refused by every instance within a second, and stays disabled', async () => {
+  const { id, key } = await createKey(env, { acquirer: 'acq_1', permissions: ['eod_list', 'eod_read'] });
+  expect(await statuses(key)).toEqual([200, 200]); // now cached in both
+  const disabled = await runCli(['keys', 'disable', id], env);
+  expect(disabled.code).toBe(0);
+  expect(JSON.parse(disabled.stdout)).toMatchObject({ id, disabled_at: expect.stringMatching(/Z$/) });
+  await expectEverywhereWithin(key, 401);
+
+  const update = await runCli(['keys', 'update', id, '--permissions', 'eod_list,eod_read'], env);
+  expect(update.code).toBe(1);
+  expect(update.stderr).toMatch(/disabled; disabling is permanent/);
+  expect(await statuses(key)).toEqual([401, 401]);
+});
+
+it('an updated key is judged by its new permissions and whitelist within a second', async () => {
+  const { id, key } = await createKey(env, { acquirer: 'acq_1', permissions: ['eod_list', 'eod_read'] });
+  expect(await statuses(key)).toEqual([200, 200]);
+
+  expect((await runCli(['keys', 'update', id, '--permissions', 'eod_list'], env)).code).toBe(0);
+  await expectEverywhereWithin(key, 403);
+
+  expect((await runCli(['keys', 'update', id, '--permissions', 'eod_list,eod_read', '--allow-ip', '192.0.2.0/24'], env)).code).toBe(0);
+  await expectEverywhereWithin(key, 401);
+
+  expect((await runCli(['keys', 'update', id, '--allow-ip', '127.0.0.0/8'], env)).code).toBe(0);
+  await expectEverywhereWithin(key, 200);
+
+  const shown = await runCli(['keys', 'show', id], env);
+  expect(JSON.parse(shown.stdout)).toMatchObject({ id, permissions: ['eod_list', 'eod_read'], allowed_ips: ['127.0.0.0/8'], disabled_at: null });
+});

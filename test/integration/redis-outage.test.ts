@@ -1,0 +1,92 @@
+import http from 'node:http';
+import { createKey, runCli, startServe, type ServeProcess } from '../helpers/cli.js';
+import { startTestRedis, type TestRedis } from '../helpers/redis.js';
+import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
+import { startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
+import { waitFor } from '../helpers/wait.js';
+
+/**
+ * Redis stopped, black-holed and back, mid-run. The gateway reaches Redis through a relay the test
+ * can break; key administration talks to Redis directly, as it would from another host.
+ */
+const LIST = '/v1/acquirer/eod_statements';
+const FAIL_FAST_BOUND_MS = 1000;
+const GRACE_MS = 1500;
+
+let redis: TestRedis;
+let relay: TcpProxy;
+let upstream: RecordingUpstream;
+let gateway: ServeProcess;
+let env: Record<string, string>;
+
+beforeAll(async () => {
+  redis = await startTestRedis();
+  relay = await startTcpProxy(redis.url);
+  upstream = await startUpstream();
+  env = { REDIS_URL: redis.url, REDIS_KEY_PREFIX: redis.prefix };
+  gateway = await startServe({
+    REDIS_URL: relay.url,
+    REDIS_KEY_PREFIX: redis.prefix,
+    UPSTREAM_URL: upstream.url,
+    KEY_OUTAGE_GRACE_MS: String(GRACE_MS),
+    REDIS_COMMAND_TIMEOUT_MS: '300',
+  });
+  await waitFor(async () => (await redis.client.pubsub('NUMSUB', `${redis.prefix}events`))[1] === 1, { what: 'gateway subscribed' });
+}, 30_000);
+
+afterAll(async () => {
+  await gateway.stop();
+  await relay.close();
+  await upstream.close();
+  await redis.stop();
+});
+
+/** A request that must be answered within `boundMs`, or the test fails (no hang, no queue). */
+function call(key: string, boundMs = FAIL_FAST_BOUND_MS): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.get({ host: '127.0.0.1', port: gateway.port, path: LIST, agent: false, headers: { authorization: `Bearer ${key}` } }, (res) => {
+      let body = '';
+      res.on('data', (c: Buffer) => (body += c.toString()));
+      res.on('end', () => resolve({ status: res.statusCode!, body }));
+    });
+    req.setTimeout(boundMs, () => req.destroy(new Error(`no answer within ${boundMs} ms`)));
+    req.on('error', reject);
+  });
+}
+
+const UNAVAILABLE = { status: 503, body: '{"message":"Service unavailable"}' };
+
+it('Redis stopped: uncached keys get 503 at once, cached keys work for the grace period, then 503; recovery is automatic', async () => {
+  const cached = await createKey(env, { acquirer: 'acq_1', permissions: ['eod_list', 'eod_read'] });
+  const uncached = await createKey(env, { acquirer: 'acq_1', permissions: ['eod_list', 'eod_read'] });
+  expect((await call(cached.key)).status).toBe(200);
+
+  await relay.cut();
+  expect(await call(uncached.key)).toEqual(UNAVAILABLE);
+  expect((await call(cached.key)).status).toBe(200);
+  await waitFor(async () => (await call(cached.key)).status === 503, { timeoutMs: GRACE_MS + 2000, what: 'grace period to end' });
+  expect(await call(uncached.key)).toEqual(UNAVAILABLE);
+
+  await relay.heal();
+  await waitFor(async () => (await call(uncached.key)).status === 200, { timeoutMs: 5000, what: 'recovery' });
+  expect((await call(cached.key)).status).toBe(200);
+}, 20_000);
+
+it('Redis black-holed: an uncached key gets 503 within the bound, never a hang', async () => {
+  const key = await createKey(env, { acquirer: 'acq_1', permissions: ['eod_list', 'eod_read'] });
+  relay.blackhole();
+  expect(await call(key.key)).toEqual(UNAVAILABLE);
+  await relay.heal();
+  await waitFor(async () => (await call(key.key)).status === 200, { timeoutMs: 5000, what: 'recovery' });
+}, 20_000);
+
+it('after the change subscription reconnects, the cache is dropped (notices may have been missed)', async () => {
+  const key = await createKey(env, { acquirer: 'acq_1', permissions: ['eod_list', 'eod_read'] });
+  expect((await call(key.key)).status).toBe(200);
+  await relay.cut();
+  // Disabled while this gateway cannot hear about it.
+  expect((await runCli(['keys', 'disable', key.id], env)).code).toBe(0);
+  await relay.heal();
+  // KEY_CACHE_TTL_MS is 60 s: only the resync can make this 401 this soon.
+  await waitFor(async () => (await call(key.key)).status === 401, { timeoutMs: 5000, what: 'resync after reconnect' });
+}, 20_000);

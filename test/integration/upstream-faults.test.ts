@@ -1,0 +1,118 @@
+import http from 'node:http';
+import net from 'node:net';
+import { createKey, startServe, type ServeProcess } from '../helpers/cli.js';
+import { bearer, request } from '../helpers/http.js';
+import { freePort, startTestRedis, type TestRedis } from '../helpers/redis.js';
+import { waitFor } from '../helpers/wait.js';
+
+/**
+ * An upstream that misbehaves on cue, over raw TCP: the query string (passed through unchanged)
+ * says how. The gateway must answer 502/504 with the documented body, or cut a response whose body
+ * had started, and never hang.
+ */
+const LIST = '/v1/acquirer/eod_statements';
+const UPSTREAM_TIMEOUT_MS = 400;
+
+let redis: TestRedis;
+let faulty: net.Server;
+let faultyPort: number;
+let gateway: ServeProcess;
+let closedGateway: ServeProcess;
+let key: string;
+const upstreamClosed: string[] = [];
+
+function faultyUpstream(): net.Server {
+  return net.createServer((socket) => {
+    socket.on('error', () => {});
+    let head = '';
+    socket.on('data', (chunk: Buffer) => {
+      head += chunk.toString('latin1');
+      if (!head.includes('\r\n\r\n')) return;
+      const mode = /\?mode=([a-z-]+)/.exec(head)?.[1];
+      switch (mode) {
+        case 'silent':
+          return; // never answer
+        case 'reset':
+          return void socket.destroy();
+        case 'garbage':
+          return void socket.end('this is not HTTP\r\n\r\n');
+        case 'truncated':
+          socket.write('HTTP/1.1 200 OK\r\nContent-Type: text/csv\r\nContent-Length: 1000\r\n\r\n' + 'x'.repeat(100));
+          return void setImmediate(() => socket.destroy());
+        case 'slow-stream':
+          socket.write('HTTP/1.1 200 OK\r\nContent-Type: text/csv\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n');
+          socket.on('close', () => upstreamClosed.push('slow-stream'));
+          return; // keeps the body open until the client goes away
+        default:
+          return void socket.end('HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}');
+      }
+    });
+  });
+}
+
+beforeAll(async () => {
+  redis = await startTestRedis();
+  faulty = faultyUpstream();
+  await new Promise<void>((resolve) => faulty.listen(0, '127.0.0.1', () => resolve()));
+  faultyPort = (faulty.address() as net.AddressInfo).port;
+  const env = { REDIS_URL: redis.url, REDIS_KEY_PREFIX: redis.prefix };
+  ({ key } = await createKey(env, { acquirer: 'acq_1', permissions: ['eod_list', 'eod_read'] }));
+  gateway = await startServe({ ...env, UPSTREAM_URL: `http://127.0.0.1:${faultyPort}`, UPSTREAM_TIMEOUT_MS: String(UPSTREAM_TIMEOUT_MS) });
+  // A port nothing listens on: connection refused.
+  closedGateway = await startServe({ ...env, UPSTREAM_URL: `http://127.0.0.1:${await freePort()}` });
+}, 30_000);
+
+afterAll(async () => {
+  await Promise.all([gateway.stop(), closedGateway.stop()]);
+  await new Promise((resolve) => faulty.close(resolve));
+  await redis.stop();
+});
+
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+it('works when the upstream behaves (the fixture is sound)', async () => {
+  const res = await request(gateway.url, LIST, bearer(key));
+  expect(res.status).toBe(200);
+  expect(res.body.toString()).toBe('{}');
+});
+
+it.each([
+  ['refused', () => request(closedGateway.url, LIST, bearer(key)), 502, '{"message":"Bad gateway"}'],
+  ['reset before answering', () => request(gateway.url, `${LIST}?mode=reset`, bearer(key)), 502, '{"message":"Bad gateway"}'],
+  ['answering garbage', () => request(gateway.url, `${LIST}?mode=garbage`, bearer(key)), 502, '{"message":"Bad gateway"}'],
+  ['silent past UPSTREAM_TIMEOUT_MS', () => request(gateway.url, `${LIST}?mode=silent`, bearer(key)), 504, '{"message":"Gateway timeout"}'],
+])('an upstream %s gives %i with the documented body', async (_name, send, status, body) => {
+  const res = await send();
+  expect(res.status).toBe(status);
+  expect(res.body.toString()).toBe(body);
+  expect(res.headers['content-type']).toBe(JSON_TYPE);
+});
+
+it('a body cut by the upstream reaches the client as a truncated response, not a complete one', async () => {
+  const outcome = await new Promise<{ status: number; received: number; complete: boolean }>((resolve) => {
+    http.get({ host: '127.0.0.1', port: gateway.port, path: `${LIST}?mode=truncated`, agent: false, headers: bearer(key) }, (res) => {
+      let received = 0;
+      res.on('data', (c: Buffer) => (received += c.length));
+      res.on('error', () => {});
+      res.on('close', () => resolve({ status: res.statusCode!, received, complete: res.complete }));
+    });
+  });
+  expect(outcome).toEqual({ status: 200, received: 100, complete: false });
+});
+
+it('a client that goes away cancels its upstream request', async () => {
+  await new Promise<void>((resolve, reject) => {
+    const req = http.get({ host: '127.0.0.1', port: gateway.port, path: `${LIST}?mode=slow-stream`, agent: false, headers: bearer(key) }, (res) => {
+      res.once('data', () => {
+        req.destroy();
+        resolve();
+      });
+    });
+    req.on('error', (err) => ((err as NodeJS.ErrnoException).code === 'ECONNRESET' ? undefined : reject(err)));
+  });
+  await waitFor(() => upstreamClosed.includes('slow-stream'), { timeoutMs: 2000, what: 'the upstream connection to close' });
+});
+
+it('keeps serving after all of that', async () => {
+  expect((await request(gateway.url, LIST, bearer(key))).status).toBe(200);
+});
