@@ -1,0 +1,64 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { request } from '../helpers/http.js';
+import { waitFor } from '../helpers/wait.js';
+
+/** `npm start` as a newcomer meets it: no outside service, and every printed curl command answers as described. */
+let child: ChildProcess;
+let output = '';
+
+beforeAll(async () => {
+  child = spawn(process.execPath, [path.resolve('dist/demo/quickstart.js')], {
+    env: { PATH: process.env.PATH, PORT: '0', REDIS_URL: 'redis://127.0.0.1:1' }, // proves Redis is not used
+  });
+  child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
+  await waitFor(() => output.includes('# no key: 401') && output.trimEnd().endsWith('/v1/acquirer/eod_statements'), {
+    timeoutMs: 10_000,
+    what: 'the quickstart to print its commands',
+  });
+}, 20_000);
+
+afterAll(async () => {
+  if (child.exitCode === null) {
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGINT');
+    await exited;
+  }
+});
+
+/** The printed commands, as [url, authorization header or undefined]. */
+function commands(): [string, string | undefined][] {
+  return output
+    .split('\n')
+    .filter((line) => line.startsWith('curl '))
+    .map((line) => {
+      const url = /(http:\/\/\S+)/.exec(line)![1]!;
+      const auth = /-H 'Authorization: (Bearer \S+)'/.exec(line)?.[1];
+      return [url, auth];
+    });
+}
+
+it('prints six commands that answer 200, 200, 200, 200, 404, 401', async () => {
+  const cmds = commands();
+  expect(cmds).toHaveLength(6);
+  const results = [];
+  for (const [url, auth] of cmds) {
+    const u = new URL(url);
+    results.push(await request(u.origin, u.pathname, auth ? { authorization: auth } : {}));
+  }
+  expect(results.map((r) => r.status)).toEqual([200, 200, 200, 200, 404, 401]);
+  expect(JSON.parse(results[0]!.body.toString()).eod_statements).toHaveLength(3);
+  expect(results[1]!.headers['content-type']).toBe('text/csv; charset=utf-8');
+  expect(results[1]!.body.toString()).toMatch(/^date,merchant_id/);
+  expect(results[2]!.body.toString()).toBe(results[1]!.body.toString());
+  expect(JSON.parse(results[3]!.body.toString()).permissions).toHaveLength(21);
+  expect(results[4]!.body.toString()).toBe('{"message":"Not found"}');
+  expect(results[5]!.body.toString()).toBe('{"message":"Invalid authentication information"}');
+});
+
+it('stops everything on Ctrl-C (SIGINT) with exit code 0', async () => {
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  child.kill('SIGINT');
+  expect(await exited).toBe(0);
+});
