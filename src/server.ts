@@ -1,6 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createApp } from './app.js';
+import { sendRawError } from './errors/error-response.js';
 import type { Config } from './config/env.js';
 import { loadPolicyOrThrow } from './config/load-policy.js';
 import { KeyResolver } from './keys/key-resolver.js';
@@ -51,6 +52,11 @@ export async function startGateway(config: Config, { logger, keyStore }: StartOp
     logger,
   });
   const server = http.createServer(app);
+  server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
+    // A reset or timed-out socket has nobody to answer; anything else is a malformed request.
+    if (err.code === 'ECONNRESET' || err.code === 'ERR_HTTP_REQUEST_TIMEOUT') return void socket.destroy();
+    sendRawError(socket, err.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400);
+  });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, config.host, () => {

@@ -11,6 +11,7 @@ export const STATUS_MESSAGES = {
   401: 'Invalid authentication information',
   403: 'Unauthorized',
   404: 'Not found',
+  431: 'Request header fields too large',
   500: 'Internal server error',
   502: 'Bad gateway',
   503: 'Service unavailable',
@@ -86,7 +87,12 @@ export const ERROR_CODES = {
   BAD_REQUEST: {
     status: 400,
     reason: 'bad_request',
-    description: 'The request cannot be judged safely (duplicate Authorization, a body on a route that takes none).',
+    description: 'The request cannot be judged safely (duplicate Authorization, a body on a route that takes none), or Node\'s HTTP parser rejected it.',
+  },
+  HEADERS_TOO_LARGE: {
+    status: 431,
+    reason: 'bad_request',
+    description: 'The request head is larger than Node\'s limit (16 KiB by default); refused by the HTTP parser.',
   },
   KEY_STORE_UNAVAILABLE: {
     status: 503,

@@ -1,4 +1,5 @@
-import type { ServerResponse } from 'node:http';
+import { STATUS_CODES, type ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 import { STATUS_MESSAGES, type ErrorStatus } from './codes.js';
 
 const CONTENT_TYPE = 'application/json; charset=utf-8';
@@ -34,4 +35,22 @@ export function sendError(res: ServerResponse, status: ErrorStatus): void {
   for (const name of res.getHeaderNames()) res.removeHeader(name);
   res.writeHead(status, response.headers);
   res.end(response.body);
+}
+
+/**
+ * For failures before Express sees the request (Node's HTTP parser refused it): the same body and
+ * content type as every other error of that status, written raw, and the connection closed since
+ * the parser cannot say where the next request would start.
+ */
+export function sendRawError(socket: Duplex, status: ErrorStatus): void {
+  if (!socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const { body, headers } = RESPONSES.get(status)!;
+  const head =
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n` +
+    `content-type: ${headers['content-type']}\r\ncontent-length: ${headers['content-length']}\r\n` +
+    `Date: ${new Date().toUTCString()}\r\nConnection: close\r\n\r\n`;
+  socket.end(Buffer.concat([Buffer.from(head, 'latin1'), body]));
 }

@@ -4,6 +4,7 @@ import { createKey, runCli, startServe, type ServeProcess } from '../helpers/cli
 import { bearer, headerNames, request, type HttpResult } from '../helpers/http.js';
 import { STATEMENT_ID } from '../helpers/policy.js';
 import { startTestRedis, type TestRedis } from '../helpers/redis.js';
+import { parseRawResponse, sendRaw } from '../helpers/raw.js';
 import { headerValues, startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
 
 /**
@@ -276,5 +277,20 @@ describe('tenancy: another acquirer\'s statement looks exactly like a missing on
     }
     expect(foreign.headers['x-owner']).toBeUndefined();
     expect(missing.headers['x-trace']).toBeUndefined();
+  });
+});
+
+describe('requests Node\'s HTTP parser refuses', () => {
+  it.each([
+    ['a malformed request line', 'GET /v1/acquirer/eod_statements HTTP/9.9 extra\r\n\r\n', 400, '{"message":"Bad request"}'],
+    ['a header without a colon', 'GET / HTTP/1.1\r\nHost: x\r\nnonsense\r\n\r\n', 400, '{"message":"Bad request"}'],
+    ['an oversized head', `GET / HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, 431, '{"message":"Request header fields too large"}'],
+  ])('%s is refused with the JSON body, nothing forwarded', async (_name, bytes, status, body) => {
+    const before = upstream.received.length;
+    const res = parseRawResponse(await sendRaw(gateway.port, bytes));
+    expect(res.status).toBe(status);
+    expect(res.body).toBe(body);
+    expect(res.headers['content-type']).toBe(JSON_TYPE);
+    expect(upstream.received.length).toBe(before);
   });
 });
