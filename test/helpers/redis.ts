@@ -25,6 +25,21 @@ export async function freePort(): Promise<number> {
   });
 }
 
+/** One PING over a plain socket: the first line of the reply, or '' when nothing answers. */
+function ping(port: number): Promise<string> {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, '127.0.0.1');
+    let reply = '';
+    socket.on('data', (d: Buffer) => {
+      reply += d.toString();
+      if (reply.includes('\r\n')) socket.end();
+    });
+    socket.on('error', () => resolve(''));
+    socket.on('close', () => resolve(reply.split('\r\n')[0] ?? ''));
+    socket.write('PING\r\n');
+  });
+}
+
 function hasRedisServer(): boolean {
   return spawnSync('redis-server', ['--version'], { stdio: 'ignore' }).status === 0;
 }
@@ -40,13 +55,7 @@ async function spawnRedis(): Promise<{ url: string; process: ChildProcess }> {
       await waitFor(
         async () => {
           if (child.exitCode !== null) throw new Error(`redis-server exited with ${child.exitCode}`);
-          const probe = new Redis(url, { lazyConnect: true, retryStrategy: () => null, enableOfflineQueue: false });
-          try {
-            await probe.connect();
-            return (await probe.ping()) === 'PONG';
-          } finally {
-            probe.disconnect();
-          }
+          return (await ping(port)) === '+PONG';
         },
         { timeoutMs: 5000, what: 'redis-server to accept connections' },
       );
