@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createApp } from './app.js';
-import { sendRawError } from './errors/error-response.js';
+import { sendError, sendRawError } from './errors/error-response.js';
 import type { Config } from './config/env.js';
 import { loadPolicyOrThrow } from './config/load-policy.js';
 import { KeyResolver } from './keys/key-resolver.js';
@@ -35,6 +35,7 @@ export async function startGateway(config: Config, { logger, keyStore }: StartOp
       prefix: config.redisKeyPrefix,
       commandTimeoutMs: config.redisCommandTimeoutMs,
       subscribe: true,
+      onError: (err, context) => logger.warn({ err, context }, 'key store problem'),
     });
   const resolver = new KeyResolver(store, {
     ttlMs: config.keyCacheTtlMs,
@@ -51,12 +52,15 @@ export async function startGateway(config: Config, { logger, keyStore }: StartOp
     upstream: { url: config.upstreamUrl, timeoutMs: config.upstreamTimeoutMs, agent },
     logger,
   });
-  const server = http.createServer(app);
+  // Host is checked by the request guard, so that its refusal has the documented body.
+  const server = http.createServer({ requireHostHeader: false }, app);
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
     // A reset or timed-out socket has nobody to answer; anything else is a malformed request.
     if (err.code === 'ECONNRESET' || err.code === 'ERR_HTTP_REQUEST_TIMEOUT') return void socket.destroy();
     sendRawError(socket, err.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400);
   });
+  // An Expect other than 100-continue: Node would answer an empty 417; nothing here takes a body anyway.
+  server.on('checkExpectation', (_req, res: http.ServerResponse) => sendError(res, 400));
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, config.host, () => {

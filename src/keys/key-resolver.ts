@@ -147,7 +147,9 @@ export class KeyResolver {
         throw new KeyStoreUnavailableError(err);
       },
     );
-    const settled = lookup.finally(() => this.#inFlight.delete(keyHash));
+    const settled = lookup.finally(() => {
+      if (this.#inFlight.get(keyHash) === settled) this.#inFlight.delete(keyHash);
+    });
     this.#inFlight.set(keyHash, settled);
     return settled;
   }
@@ -164,14 +166,17 @@ export class KeyResolver {
   #onStoreEvent(event: KeyStoreEvent): void {
     switch (event.type) {
       case 'changed':
+        // A lookup already under way may have read the old record: later requests must not share it.
         this.#generation++;
         this.#known.delete(event.keyHash);
         this.#unknown.delete(event.keyHash);
+        this.#inFlight.delete(event.keyHash);
         break;
       case 'resync':
         this.#generation++;
         this.#known.clear();
         this.#unknown.clear();
+        this.#inFlight.clear();
         break;
       case 'health':
         if (event.healthy) this.#storeDownSince = null;

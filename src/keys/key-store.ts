@@ -44,7 +44,10 @@ export interface KeyStore {
   update(id: string, changes: KeyChanges): Promise<ApiKeyRecord>;
   /** Idempotent: disabling a disabled key keeps its first disabled_at. Throws KeyNotFoundError. */
   disable(id: string, at: Date): Promise<ApiKeyRecord>;
-  /** Receives every change made through any store sharing this data, in any process. */
+  /**
+   * Receives every change made through any store sharing this data, in any process, and the
+   * store's health: the current health at once, then every change of it.
+   */
   watch(listener: KeyStoreListener): () => void;
   close(): Promise<void>;
 }

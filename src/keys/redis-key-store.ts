@@ -1,19 +1,27 @@
 import { Redis, type RedisOptions } from 'ioredis';
 import { z } from 'zod';
-import type { ApiKeyRecord } from './api-key.js';
+import { parseCidr } from '../net/ip-allowlist.js';
+import { isValidAcquirerId, type ApiKeyRecord } from './api-key.js';
 import { KeyDisabledError, KeyNotFoundError, type KeyChanges, type KeyStore, type KeyStoreListener } from './key-store.js';
 
 export const DEFAULT_REDIS_KEY_PREFIX = 'acquirer-gateway:';
 export const DEFAULT_REDIS_COMMAND_TIMEOUT_MS = 500;
 const RECONNECT_MAX_DELAY_MS = 1000;
+/** How often both connections are pinged: a stalled socket never closes by itself. */
+export const DEFAULT_HEALTH_CHECK_INTERVAL_MS = 1000;
 const MAX_OPTIMISTIC_RETRIES = 10;
 
 const recordSchema = z.strictObject({
   id: z.string().min(1),
   key_hash: z.string().regex(/^[0-9a-f]{64}$/),
-  acquirer_id: z.string().min(1),
+  // What the request path relies on is checked as strictly as when it was written: the acquirer id
+  // becomes a header value, and a whitelist entry that does not parse must not become "any address".
+  acquirer_id: z.string().refine(isValidAcquirerId),
   permissions: z.array(z.string()),
-  allowed_ips: z.array(z.string()),
+  allowed_ips: z.array(z.string().refine((cidr) => {
+    const parsed = parseCidr(cidr);
+    return parsed.ok && parsed.cidr === cidr;
+  })),
   description: z.string(),
   created_at: z.string(),
   disabled_at: z.string().nullable(),
@@ -46,6 +54,10 @@ export interface RedisKeyStoreOptions {
   readonly subscribe?: boolean;
   /** Key administration: wait for the connection instead of failing at once, then give up. */
   readonly waitForConnection?: boolean;
+  /** Gateways: ping both connections this often and reconnect one that does not answer. */
+  readonly healthCheckIntervalMs?: number;
+  /** Told about connection and subscription failures (never about a missing key). */
+  readonly onError?: (err: unknown, context: string) => void;
 }
 
 /**
@@ -64,6 +76,7 @@ export class RedisKeyStore implements KeyStore {
   #healthy = false;
   #subscribedOnce = false;
   #subscribed = false;
+  readonly #healthCheck: NodeJS.Timeout | undefined;
 
   constructor(options: RedisKeyStoreOptions) {
     this.#prefix = options.prefix ?? DEFAULT_REDIS_KEY_PREFIX;
@@ -78,7 +91,8 @@ export class RedisKeyStore implements KeyStore {
       lazyConnect: waiting,
     };
     this.#client = new Redis(options.url, { ...common, connectionName: 'acquirer-gateway' });
-    this.#client.on('error', () => {}); // surfaced through command rejections and health events
+    const onError = options.onError ?? (() => {});
+    this.#client.on('error', (err: unknown) => onError(err, 'redis connection'));
     this.#client.on('ready', () => this.#updateHealth());
     this.#client.on('close', () => this.#updateHealth());
     if (options.subscribe === true) {
@@ -86,7 +100,7 @@ export class RedisKeyStore implements KeyStore {
       // asked for before the connection is up would be lost, and we must know when it is live.
       const subscriber = new Redis(options.url, { ...common, autoResubscribe: false, connectionName: 'acquirer-gateway:events' });
       this.#subscriber = subscriber;
-      subscriber.on('error', () => {});
+      subscriber.on('error', (err: unknown) => onError(err, 'redis change-notice connection'));
       subscriber.on('close', () => {
         this.#subscribed = false;
         this.#updateHealth();
@@ -100,7 +114,10 @@ export class RedisKeyStore implements KeyStore {
             this.#subscribed = true;
             this.#updateHealth();
           },
-          () => subscriber.disconnect(true), // reconnect and try again
+          (err: unknown) => {
+            onError(err, 'subscribing to key change notices');
+            subscriber.disconnect(true); // reconnect and try again
+          },
         );
       });
       subscriber.on('message', (channel: string, message: string) => {
@@ -108,6 +125,23 @@ export class RedisKeyStore implements KeyStore {
         const keyHash = this.#parseNotice(message);
         this.#emit(keyHash === null ? { type: 'resync' } : { type: 'changed', keyHash });
       });
+    }
+    if (!waiting) {
+      const interval = options.healthCheckIntervalMs ?? DEFAULT_HEALTH_CHECK_INTERVAL_MS;
+      this.#healthCheck = setInterval(() => this.#checkHealth(), interval);
+      this.#healthCheck.unref();
+    }
+  }
+
+  /**
+   * A black-holed Redis keeps its sockets open and silent: nothing closes, so nothing would say the
+   * store is down while cached keys go on being trusted. A PING that times out reconnects that
+   * connection, which reports it down until it answers again (and resubscribes, then resyncs).
+   */
+  #checkHealth(): void {
+    for (const connection of [this.#client, this.#subscriber]) {
+      if (connection === undefined || connection.status !== 'ready') continue;
+      connection.ping().catch(() => connection.disconnect(true));
     }
   }
 
@@ -159,12 +193,15 @@ export class RedisKeyStore implements KeyStore {
     return this.#modify(id, (current) => (current.disabled_at !== null ? null : { ...current, disabled_at: at.toISOString() }));
   }
 
+  /** The listener is told the current health at once: down until connected and subscribed. */
   watch(listener: KeyStoreListener): () => void {
     this.#listeners.add(listener);
+    listener({ type: 'health', healthy: this.#healthy });
     return () => this.#listeners.delete(listener);
   }
 
   async close(): Promise<void> {
+    clearInterval(this.#healthCheck);
     this.#listeners.clear();
     await Promise.all([this.#client, this.#subscriber].map((c) => c?.quit().catch(() => c.disconnect())));
   }

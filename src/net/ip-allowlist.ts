@@ -38,6 +38,7 @@ export function parseCidr(text: string): CidrParseResult {
     if (prefix < 96) return { ok: false, reason: 'an IPv4-mapped range must have a prefix of at least 96' };
     address = address.toIPv4Address();
     prefix -= 96;
+    if (prefix === 0) return { ok: false, reason: 'a /0 whitelist allows every address; leave --allow-ip out instead' };
   }
   const network = address.kind() === 'ipv4'
     ? ipaddr.IPv4.networkAddressFromCIDR(`${address.toString()}/${prefix}`)

@@ -91,9 +91,24 @@ function segmentSamples(segment: Segment): string[] {
 }
 
 /**
- * A path both templates accept, or null when they are disjoint. Each parameter type's samples are
- * chosen to hit every overlap between the built-in types, and literals are tried against the other
- * side's pattern, so two routes that could both match one request are always caught at load.
+ * Strings both parameter segments might accept: the longer of the two prefixes, a sample of either
+ * type, the longer of the two suffixes (e.g. `:a-x` and `y-:b` both accept `y-a-x`). Empty when
+ * the prefixes or suffixes contradict each other, in which case no string can match both.
+ */
+function sharedSamples(a: Segment, b: Segment): string[] {
+  if (a.kind !== 'param' || b.kind !== 'param') return [];
+  const [shortPrefix, longPrefix] = a.prefix.length <= b.prefix.length ? [a.prefix, b.prefix] : [b.prefix, a.prefix];
+  const [shortSuffix, longSuffix] = a.suffix.length <= b.suffix.length ? [a.suffix, b.suffix] : [b.suffix, a.suffix];
+  if (!longPrefix.startsWith(shortPrefix) || !longSuffix.endsWith(shortSuffix)) return [];
+  const samples = [...PARAM_TYPES[a.type].samples, ...PARAM_TYPES[b.type].samples];
+  return samples.map((sample) => longPrefix + sample + longSuffix);
+}
+
+/**
+ * A path both templates accept, or null when they are disjoint. Each position is probed with
+ * representative values: literals against the other side's pattern, each type's samples (chosen to
+ * hit every overlap between the built-in types) with their own and with the combined prefix and
+ * suffix of both sides.
  */
 export function overlappingPath(a: CompiledTemplate, b: CompiledTemplate): string | null {
   if (a.segments.length !== b.segments.length) return null;
@@ -101,9 +116,8 @@ export function overlappingPath(a: CompiledTemplate, b: CompiledTemplate): strin
   for (let i = 0; i < a.segments.length; i++) {
     const sa = a.segments[i]!;
     const sb = b.segments[i]!;
-    const shared =
-      segmentSamples(sa).find((text) => segmentMatches(sb, text)) ??
-      segmentSamples(sb).find((text) => segmentMatches(sa, text));
+    const candidates = [...segmentSamples(sa), ...segmentSamples(sb), ...sharedSamples(sa, sb)];
+    const shared = candidates.find((text) => segmentMatches(sa, text) && segmentMatches(sb, text));
     if (shared === undefined) return null;
     witness.push(shared);
   }

@@ -12,7 +12,9 @@ const HOP_BY_HOP = new Set([
  * method or URL overrides that would make the upstream act on something the policy did not judge.
  */
 const NEVER_FORWARDED = new Set([
-  'authorization', 'forwarded', 'x-forwarded-for', 'x-forwarded-host', 'x-forwarded-proto',
+  // `expect`: the gateway already answered any expectation; forwarded, it would also stop httpxy
+  // from reporting the upstream request, which the timeout needs in order to cancel it.
+  'authorization', 'expect', 'forwarded', 'x-forwarded-for', 'x-forwarded-host', 'x-forwarded-proto',
   'x-forwarded-port', 'x-forwarded-prefix', 'x-forwarded-server', 'x-real-ip', 'x-client-ip',
   'x-original-url', 'x-rewrite-url', 'x-original-uri', 'x-http-method-override', 'x-http-method',
   'x-method-override',

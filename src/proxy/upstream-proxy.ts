@@ -37,6 +37,8 @@ interface InFlight {
  * upstream error page, header or stack trace ever reaches a client.
  */
 export function mapUpstreamStatus(status: number, statusMap: ReadonlyMap<number, ErrorStatus>): ErrorStatus | null {
+  // A final status outside 2xx-5xx is not HTTP the client could use (and writeHead would throw).
+  if (!Number.isInteger(status) || status < 200 || status > 599) return 502;
   if (status < 400) return null;
   return statusMap.get(status) ?? (isErrorStatus(status) ? status : 502);
 }
@@ -82,7 +84,14 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): RequestHandl
         sendError(res, mapped);
         return;
       }
-      res.writeHead(proxyRes.statusCode!, buildClientHeaders(proxyRes.headers));
+      try {
+        res.writeHead(proxyRes.statusCode!, buildClientHeaders(proxyRes.headers));
+      } catch (err) {
+        // Headers Node will not send on (e.g. invalid characters): the answer is unusable, not fatal.
+        proxyRes.destroy();
+        fail(res, 'UPSTREAM_UNREACHABLE', err);
+        return;
+      }
       proxyRes.pipe(res);
     });
 
@@ -114,6 +123,8 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): RequestHandl
   });
 
   return function upstreamProxy(req, res, next) {
+    // The client may have left while its key was looked up: nothing to forward on its behalf.
+    if (req.socket.destroyed) return;
     const { policy, key } = res.locals;
     req.headers = buildUpstreamHeaders(req.headers, policy.acquirerHeader, key!.acquirerId) as typeof req.headers;
     const state: InFlight = { timer: undefined, proxyReq: undefined, answered: false };

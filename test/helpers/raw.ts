@@ -1,12 +1,26 @@
 import net from 'node:net';
 
-/** Sends raw bytes and returns everything the server wrote until it closed or went quiet. */
+/** Whether `raw` holds a whole response with a Content-Length framed body. */
+function complete(raw: string): boolean {
+  const end = raw.indexOf('\r\n\r\n');
+  if (end === -1) return false;
+  const length = /\r\ncontent-length: *(\d+)/i.exec(raw.slice(0, end));
+  return length !== null && raw.length - end - 4 >= Number(length[1]);
+}
+
+/**
+ * Sends raw bytes and returns what the server wrote: up to the end of the first complete response,
+ * or until the server closes or goes quiet for `idleMs`.
+ */
 export function sendRaw(port: number, bytes: string | Buffer, { idleMs = 1000 } = {}): Promise<string> {
   return new Promise((resolve, reject) => {
     const socket = net.connect(port, '127.0.0.1');
     let received = '';
     socket.setTimeout(idleMs, () => socket.end());
-    socket.on('data', (d: Buffer) => (received += d.toString('latin1')));
+    socket.on('data', (d: Buffer) => {
+      received += d.toString('latin1');
+      if (complete(received)) socket.end();
+    });
     socket.on('error', reject);
     socket.on('close', () => resolve(received));
     socket.write(bytes);

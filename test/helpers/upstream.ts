@@ -18,6 +18,8 @@ export interface RecordingUpstream {
   readonly url: string;
   readonly port: number;
   readonly received: ReceivedRequest[];
+  /** TCP connections accepted so far (a request may open one without ever completing its head). */
+  readonly connections: () => number;
   /** Replaces how the upstream answers (default: 200 JSON echo of the target). */
   handle(handler: UpstreamHandler): void;
   /** Values of a header across all raw header lines, matched case-insensitively. */
@@ -45,12 +47,15 @@ export async function startUpstream(): Promise<RecordingUpstream> {
     received.push({ method: req.method!, url: req.url!, headers: req.headers, rawHeaders: [...req.rawHeaders] });
     handler(req, res);
   });
+  let connections = 0;
+  server.on('connection', () => connections++);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
   const port = (server.address() as AddressInfo).port;
   return {
     url: `http://127.0.0.1:${port}`,
     port,
     received,
+    connections: () => connections,
     handle(next) {
       handler = next;
     },

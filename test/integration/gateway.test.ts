@@ -130,6 +130,14 @@ describe('authentication (error table: 401)', () => {
     }
   });
 
+  it('refuses two Host headers with 400, upstream untouched', async () => {
+    const res = parseRawResponse(
+      await sendRaw(gateway.port, `GET ${LIST} HTTP/1.1\r\nHost: a\r\nHost: b\r\nAuthorization: Bearer ${keys.acq1!.key}\r\n\r\n`),
+    );
+    expect(res.status).toBe(400);
+    expect(res.body).toBe('{"message":"Bad request"}');
+  });
+
   it('refuses two Authorization headers with 400, upstream untouched', async () => {
     await expectRefusedUnseen(
       // Node sends one header line per array element.
@@ -284,6 +292,9 @@ describe('requests Node\'s HTTP parser refuses', () => {
   it.each([
     ['a malformed request line', 'GET /v1/acquirer/eod_statements HTTP/9.9 extra\r\n\r\n', 400, '{"message":"Bad request"}'],
     ['a header without a colon', 'GET / HTTP/1.1\r\nHost: x\r\nnonsense\r\n\r\n', 400, '{"message":"Bad request"}'],
+    ['an HTTP/1.1 request without Host', 'GET /v1/acquirer/eod_statements HTTP/1.1\r\n\r\n', 400, '{"message":"Bad request"}'],
+    ['a non-ASCII byte in the path', 'GET /v1/acquirer/eod_statements\xff HTTP/1.1\r\nHost: x\r\n\r\n', 400, '{"message":"Bad request"}'],
+    ['an unknown expectation', 'GET /v1/acquirer/eod_statements HTTP/1.1\r\nHost: x\r\nExpect: teapot\r\n\r\n', 400, '{"message":"Bad request"}'],
     ['an oversized head', `GET / HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, 431, '{"message":"Request header fields too large"}'],
   ])('%s is refused with the JSON body, nothing forwarded', async (_name, bytes, status, body) => {
     const before = upstream.received.length;

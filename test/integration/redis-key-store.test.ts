@@ -51,6 +51,14 @@ describe('RedisKeyStore specifics', () => {
     await redis.client.set(`${prefix}key:${'b'.repeat(64)}`, 'not json');
     await expect(store.findByHash('a'.repeat(64))).rejects.toThrow(/unexpected shape/);
     await expect(store.findByHash('b'.repeat(64))).rejects.toThrow(/not JSON/);
+    // Fields the request path trusts: an acquirer id that is no safe header value, a whitelist entry
+    // that does not parse (which must never degrade to "any address").
+    const valid = newRecord();
+    for (const [i, bad] of [{ acquirer_id: 'acq\r\nx' }, { acquirer_id: 'acq x' }, { allowed_ips: ['garbage'] }, { allowed_ips: ['10.0.0.1/8'] }].entries()) {
+      const hash = String(i).repeat(64);
+      await redis.client.set(`${prefix}key:${hash}`, JSON.stringify({ ...valid, key_hash: hash, ...bad }));
+      await expect(store.findByHash(hash)).rejects.toThrow(/unexpected shape/);
+    }
     await store.close();
   });
 });

@@ -20,6 +20,8 @@ let gateway: ServeProcess;
 let closedGateway: ServeProcess;
 let key: string;
 const upstreamClosed: string[] = [];
+/** Every request head the upstream received, raw. */
+const heads: string[] = [];
 
 function faultyUpstream(): net.Server {
   return net.createServer((socket) => {
@@ -28,10 +30,14 @@ function faultyUpstream(): net.Server {
     socket.on('data', (chunk: Buffer) => {
       head += chunk.toString('latin1');
       if (!head.includes('\r\n\r\n')) return;
-      const mode = /\?mode=([a-z-]+)/.exec(head)?.[1];
+      heads.push(head);
+      const mode = /\?mode=([a-z0-9-]+)/.exec(head)?.[1];
       switch (mode) {
         case 'silent':
+          socket.on('close', () => upstreamClosed.push('silent'));
           return; // never answer
+        case 'status-099':
+          return void socket.end('HTTP/1.1 099 Odd\r\nContent-Length: 0\r\n\r\n');
         case 'reset':
           return void socket.destroy();
         case 'garbage':
@@ -81,11 +87,21 @@ it.each([
   ['reset before answering', () => request(gateway.url, `${LIST}?mode=reset`, bearer(key)), 502, '{"message":"Bad gateway"}'],
   ['answering garbage', () => request(gateway.url, `${LIST}?mode=garbage`, bearer(key)), 502, '{"message":"Bad gateway"}'],
   ['silent past UPSTREAM_TIMEOUT_MS', () => request(gateway.url, `${LIST}?mode=silent`, bearer(key)), 504, '{"message":"Gateway timeout"}'],
+  ['answering with status 099', () => request(gateway.url, `${LIST}?mode=status-099`, bearer(key)), 502, '{"message":"Bad gateway"}'],
 ])('an upstream %s gives %i with the documented body', async (_name, send, status, body) => {
   const res = await send();
   expect(res.status).toBe(status);
   expect(res.body.toString()).toBe(body);
   expect(res.headers['content-type']).toBe(JSON_TYPE);
+});
+
+it('a timed-out upstream request is cancelled, so a silent upstream cannot exhaust the pool', async () => {
+  upstreamClosed.length = 0;
+  // Expect: 100-continue once kept httpxy from reporting the upstream request, so it was never cancelled.
+  const res = await request(gateway.url, `${LIST}?mode=silent`, { ...bearer(key), expect: '100-continue' });
+  expect(res.status).toBe(504);
+  await waitFor(() => upstreamClosed.includes('silent'), { timeoutMs: 2000, what: 'the upstream socket to be closed' });
+  expect(heads.at(-1)!.toLowerCase()).not.toContain('expect:');
 });
 
 it('a body cut by the upstream reaches the client as a truncated response, not a complete one', async () => {

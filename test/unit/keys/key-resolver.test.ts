@@ -128,6 +128,21 @@ describe('KeyResolver', () => {
     expect(store.lookups).toBe(2);
   });
 
+  it('does not let a request that arrives after a change notice share a lookup begun before it', async () => {
+    const { store, resolver } = setup();
+    const record = newRecord();
+    await store.create(record);
+    let open!: () => void;
+    store.gate = new Promise((resolve) => (open = resolve));
+    const before = resolver.resolve(record.key_hash);
+    await new Promise((resolve) => setImmediate(resolve));
+    store.emit({ type: 'changed', keyHash: record.key_hash });
+    const after = resolver.resolve(record.key_hash);
+    open();
+    await Promise.all([before, after]);
+    expect(store.lookups).toBe(2);
+  });
+
   it('drops everything on resync', async () => {
     const { store, resolver } = setup();
     const record = newRecord();

@@ -29,6 +29,7 @@ describe('parseCidr (whitelist entries as written by an administrator)', () => {
     ['10.0.0.0/', /decimal/],
     ['0.0.0.0/0', /\/0/],
     ['::/0', /\/0/],
+    ['::ffff:0:0/96', /\/0/],
     ['fe80::1%eth0', /zone/],
     ['10.0.0.0/8/8', /more than one/],
     ['example.com', /not an IPv4/],

@@ -38,6 +38,7 @@ describe('buildUpstreamHeaders', () => {
         'x-original-url': '/admin',
         'x-rewrite-url': '/admin',
         'x-http-method-override': 'DELETE',
+        expect: '100-continue',
         'user-agent': 'curl/8',
         accept: '*/*',
       },
@@ -66,5 +67,17 @@ describe('buildClientHeaders', () => {
         'set-cookie': ['a=1', 'b=2'],
       }),
     ).toEqual({ 'content-type': 'text/csv', 'content-length': '10', 'set-cookie': ['a=1', 'b=2'] });
+  });
+});
+
+describe('mapUpstreamStatus', () => {
+  it.each([
+    [200, null], [204, null], [206, null], [302, null], [304, null],
+    [400, 400], [401, 401], [403, 404], [404, 404], [405, 502], [418, 502], [429, 502], [431, 431],
+    [500, 500], [501, 502], [502, 502], [503, 503], [504, 504], [599, 502],
+    [99, 502], [100, 502], [101, 502], [199, 502], [600, 502], [999, 502],
+  ])('upstream %i → %p', async (upstream, expected) => {
+    const { mapUpstreamStatus } = await import('../../../src/proxy/upstream-proxy.js');
+    expect(mapUpstreamStatus(upstream, new Map([[401, 401], [403, 404], [404, 404]]))).toBe(expected);
   });
 });
