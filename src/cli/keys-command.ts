@@ -16,7 +16,7 @@ import { CommandError, UsageError } from './usage-error.js';
 
 export const KEYS_USAGE = `usage:
   acquirer-gateway keys create --acquirer ID --permissions p1,p2 [--allow-ip CIDR,CIDR] [--description TEXT]
-  acquirer-gateway keys update ID [--permissions p1,p2] [--allow-ip CIDR,CIDR]
+  acquirer-gateway keys update ID [--permissions p1,p2] [--allow-ip CIDR,CIDR | --allow-any-ip]
   acquirer-gateway keys disable ID
   acquirer-gateway keys show ID
   acquirer-gateway keys list [--acquirer ID]
@@ -50,7 +50,14 @@ async function validPermissions(text: string, env: NodeJS.ProcessEnv): Promise<s
   return names;
 }
 
+/**
+ * An empty list (say, from an unset shell variable) would silently mean "any address", so it is
+ * refused: leaving the whitelist out, or `--allow-any-ip` on update, says so explicitly.
+ */
 function validAllowedIps(text: string): string[] {
+  if (list(text).length === 0) {
+    throw new UsageError('--allow-ip: no address given; leave --allow-ip out (create) or use --allow-any-ip (update) to allow every address');
+  }
   const cidrs: string[] = [];
   for (const entry of list(text)) {
     const parsed = parseCidr(entry);
@@ -97,7 +104,7 @@ export async function keysCommand(args: string[], ctx: KeysContext): Promise<voi
       if (!isValidAcquirerId(acquirer)) throw new UsageError('--acquirer: use 1 to 128 of A-Z a-z 0-9 . _ : - (starting with a letter or digit)');
       if (values.permissions === undefined) throw new UsageError('--permissions: required');
       const permissions = await validPermissions(values.permissions, ctx.env);
-      const allowedIps = validAllowedIps(values['allow-ip'] ?? '');
+      const allowedIps = values['allow-ip'] === undefined ? [] : validAllowedIps(values['allow-ip']);
       const key = generateKey();
       const record: ApiKeyRecord = {
         id: generateKeyId(),
@@ -118,11 +125,16 @@ export async function keysCommand(args: string[], ctx: KeysContext): Promise<voi
       break;
     }
     case 'update': {
-      const { values, positionals } = parse(rest, { permissions: { type: 'string' }, 'allow-ip': { type: 'string' } }, 1);
-      if (values.permissions === undefined && values['allow-ip'] === undefined) throw new UsageError('update: give --permissions, --allow-ip or both');
+      const { values, positionals } = parse(rest, { permissions: { type: 'string' }, 'allow-ip': { type: 'string' }, 'allow-any-ip': { type: 'boolean' } }, 1);
+      const anyIp = (values['allow-any-ip'] as unknown as boolean | undefined) === true;
+      if (anyIp && values['allow-ip'] !== undefined) throw new UsageError('update: --allow-ip and --allow-any-ip contradict each other');
+      if (values.permissions === undefined && values['allow-ip'] === undefined && !anyIp) {
+        throw new UsageError('update: give --permissions, --allow-ip or --allow-any-ip');
+      }
       const changes = {
         ...(values.permissions !== undefined ? { permissions: await validPermissions(values.permissions, ctx.env) } : {}),
         ...(values['allow-ip'] !== undefined ? { allowed_ips: validAllowedIps(values['allow-ip']) } : {}),
+        ...(anyIp ? { allowed_ips: [] } : {}),
       };
       run = async (store) => print(await store.update(positionals[0]!, changes));
       break;
@@ -144,7 +156,11 @@ export async function keysCommand(args: string[], ctx: KeysContext): Promise<voi
     case 'list': {
       const { values } = parse(rest, { acquirer: { type: 'string' } }, 0);
       run = async (store) => {
-        for (const record of await store.list(values.acquirer)) print(record);
+        const corrupt: string[] = [];
+        for (const record of await store.list(values.acquirer, (hash) => corrupt.push(hash))) print(record);
+        if (corrupt.length > 0) {
+          throw new CommandError(`${corrupt.length} key record(s) in Redis could not be read (sha256 ${corrupt.map((h) => h.slice(0, 12)).join(', ')}…); the gateway treats them as an outage`);
+        }
       };
       break;
     }
@@ -153,9 +169,12 @@ export async function keysCommand(args: string[], ctx: KeysContext): Promise<voi
   }
 
   const redisUrl = ctx.env.REDIS_URL ?? DEFAULT_REDIS_URL;
+  const prefix = ctx.env.REDIS_KEY_PREFIX ?? DEFAULT_REDIS_KEY_PREFIX;
+  // The same rule as serve: an empty prefix would write keys a gateway never reads.
+  if (prefix === '') throw new UsageError('REDIS_KEY_PREFIX: must not be empty');
   const store =
     ctx.store ??
-    new RedisKeyStore({ url: redisUrl, prefix: ctx.env.REDIS_KEY_PREFIX ?? DEFAULT_REDIS_KEY_PREFIX, waitForConnection: true, commandTimeoutMs: 5000 });
+    new RedisKeyStore({ url: redisUrl, prefix, waitForConnection: true, commandTimeoutMs: 5000 });
   try {
     if (store instanceof RedisKeyStore) await store.connect();
     await run(store);

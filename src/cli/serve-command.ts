@@ -30,7 +30,10 @@ export async function serveCommand(args: string[]): Promise<void> {
     gateway = await startGateway(config, { logger });
   } catch (err) {
     if (err instanceof PolicyLoadError) throw new CommandError(`policy refused:\n${err.message}`);
-    if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') throw new CommandError(`PORT: ${config.port} is already in use`);
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'EADDRINUSE') throw new CommandError(`PORT: ${config.port} is already in use on ${config.host}`);
+    if (code === 'EADDRNOTAVAIL' || code === 'EAFNOSUPPORT') throw new CommandError(`HOST: cannot listen on ${config.host} (${code})`);
+    if (code === 'EACCES') throw new CommandError(`PORT: not allowed to listen on ${config.port}`);
     throw err;
   }
   let stopping = false;

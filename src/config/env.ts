@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { z } from 'zod';
 import { compileAllowlist, parseCidr, type IpAllowlist } from '../net/ip-allowlist.js';
 import {
@@ -71,8 +72,8 @@ const field = <T>(spec: FieldSpec<T>) => spec;
 /** Every setting of `serve`: one place for names, defaults, validation and the README's table. */
 export const CONFIG_FIELDS = {
   port: field({ env: 'PORT', default: String(DEFAULT_PORT), description: 'Public listener port (0: any free port).', schema: integer(0, 65535) }),
-  host: field({ env: 'HOST', default: DEFAULT_HOST, description: 'Bind address (`::` is dual-stack).', schema: z.string().min(1, 'must not be empty') }),
-  upstreamUrl: field({ env: 'UPSTREAM_URL', default: undefined, description: 'The statements service, as an origin (`http://host:port`). Required.', schema: httpOrigin }),
+  host: field({ env: 'HOST', default: DEFAULT_HOST, description: 'Bind address, an IP literal (`::` is dual-stack).', schema: z.string().refine((h) => isIP(h) !== 0, 'must be an IPv4 or IPv6 address, e.g. :: or 127.0.0.1') }),
+  upstreamUrl: field({ env: 'UPSTREAM_URL', default: undefined, description: 'The statements service, as an origin (`http://host:port`). Required.', schema: httpOrigin, secret: true }),
   redisUrl: field({ env: 'REDIS_URL', default: DEFAULT_REDIS_URL, description: 'The key store.', schema: redisUrl, secret: true }),
   redisKeyPrefix: field({ env: 'REDIS_KEY_PREFIX', default: DEFAULT_REDIS_KEY_PREFIX, description: 'Namespace of every Redis key and channel the gateway uses.', schema: z.string().min(1, 'must not be empty') }),
   policyFile: field({ env: 'POLICY_FILE', default: DEFAULT_POLICY_FILE, description: 'The route policy.', schema: z.string().min(1, 'must not be empty') }),

@@ -43,7 +43,10 @@ export function sendError(res: ServerResponse, status: ErrorStatus): void {
  * the parser cannot say where the next request would start.
  */
 export function sendRawError(socket: Duplex, status: ErrorStatus): void {
-  if (!socket.writable) {
+  // A response already under way on this connection (a pipelined request was malformed): writing
+  // an error now would land inside its body. Cutting the connection keeps the truncation visible.
+  const inFlight = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+  if (!socket.writable || inFlight?.headersSent) {
     socket.destroy();
     return;
   }

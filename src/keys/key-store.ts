@@ -37,8 +37,8 @@ export class KeyDisabledError extends Error {
 export interface KeyStore {
   findByHash(keyHash: string): Promise<ApiKeyRecord | null>;
   findById(id: string): Promise<ApiKeyRecord | null>;
-  /** All keys, or those of one acquirer, oldest first. */
-  list(acquirerId?: string): Promise<ApiKeyRecord[]>;
+  /** All keys, or those of one acquirer, oldest first. Records that cannot be read are reported, not returned. */
+  list(acquirerId?: string, onCorrupt?: (keyHash: string, err: Error) => void): Promise<ApiKeyRecord[]>;
   create(record: ApiKeyRecord): Promise<void>;
   /** Throws KeyNotFoundError, or KeyDisabledError: a disabled key is never changed again. */
   update(id: string, changes: KeyChanges): Promise<ApiKeyRecord>;

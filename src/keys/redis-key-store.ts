@@ -74,7 +74,6 @@ export class RedisKeyStore implements KeyStore {
   readonly #channel: string;
   readonly #listeners = new Set<KeyStoreListener>();
   #healthy = false;
-  #subscribedOnce = false;
   #subscribed = false;
   readonly #healthCheck: NodeJS.Timeout | undefined;
 
@@ -108,9 +107,9 @@ export class RedisKeyStore implements KeyStore {
       subscriber.on('ready', () => {
         subscriber.subscribe(this.#channel).then(
           () => {
-            // Notices published while we were away are lost: drop everything cached (not on the first connect).
-            if (this.#subscribedOnce) this.#emit({ type: 'resync' });
-            this.#subscribedOnce = true;
+            // Notices published before this moment were never received (at start-up too, if the first
+            // subscribe failed while records were being cached): drop everything cached.
+            this.#emit({ type: 'resync' });
             this.#subscribed = true;
             this.#updateHealth();
           },
@@ -159,17 +158,26 @@ export class RedisKeyStore implements KeyStore {
     return hash === null ? null : this.findByHash(hash);
   }
 
-  async list(acquirerId?: string): Promise<ApiKeyRecord[]> {
+  async list(acquirerId?: string, onCorrupt?: (keyHash: string, err: Error) => void): Promise<ApiKeyRecord[]> {
     const ids = await this.#client.smembers(this.#prefix + 'ids');
     if (ids.length === 0) return [];
     const hashes = await this.#client.mget(ids.map((id) => this.#idKey(id)));
     const present = hashes.filter((h): h is string => h !== null);
     if (present.length === 0) return [];
     const raws = await this.#client.mget(present.map((h) => this.#recordKey(h)));
-    return raws
-      .map(parseRecord)
-      .filter((r): r is ApiKeyRecord => r !== null && (acquirerId === undefined || r.acquirer_id === acquirerId))
-      .sort((a, b) => a.created_at.localeCompare(b.created_at) || a.id.localeCompare(b.id));
+    const records: ApiKeyRecord[] = [];
+    for (const [i, raw] of raws.entries()) {
+      let record: ApiKeyRecord | null;
+      try {
+        record = parseRecord(raw);
+      } catch (err) {
+        // One bad record must not hide the others; the caller decides what to make of it.
+        onCorrupt?.(present[i]!, err as Error);
+        continue;
+      }
+      if (record !== null && (acquirerId === undefined || record.acquirer_id === acquirerId)) records.push(record);
+    }
+    return records.sort((a, b) => a.created_at.localeCompare(b.created_at) || a.id.localeCompare(b.id));
   }
 
   async create(record: ApiKeyRecord): Promise<void> {
@@ -230,14 +238,21 @@ export class RedisKeyStore implements KeyStore {
       }
       if (next === null) {
         await this.#client.unwatch();
+        // Nothing to write (already disabled), but a previous attempt may have written and then
+        // failed to announce it: announce again, so retrying is always safe.
+        await this.#publishChange(hash);
         return current;
       }
       const committed = await this.#client.multi().set(recordKey, JSON.stringify(next)).exec();
       if (committed === null) continue; // someone else wrote in between: read again
-      await this.#client.publish(this.#channel, JSON.stringify({ type: 'changed', key_hash: hash }));
+      await this.#publishChange(hash);
       return next;
     }
     throw new Error(`key ${id} is being changed concurrently; try again`);
+  }
+
+  async #publishChange(hash: string): Promise<void> {
+    await this.#client.publish(this.#channel, JSON.stringify({ type: 'changed', key_hash: hash }));
   }
 
   #parseNotice(message: string): string | null {

@@ -1,4 +1,5 @@
 import { isErrorStatus, type ErrorStatus } from '../errors/codes.js';
+import { HOP_BY_HOP, NEVER_FORWARDED } from '../proxy/forward-headers.js';
 import type { PolicyDocument } from './schema.js';
 import { compileTemplate, overlappingPath, TemplateError, type CompiledTemplate } from './template.js';
 
@@ -39,11 +40,15 @@ export interface PolicyProblem {
 
 export type CompileResult = { ok: true; policy: CompiledPolicy } | { ok: false; problems: PolicyProblem[] };
 
-/** Headers the gateway itself controls; the policy cannot name one of them as the identity header. */
+/**
+ * Headers the gateway itself controls or strips, or that change how a request is framed or routed;
+ * the policy cannot name one of them as the identity header.
+ */
 const RESERVED_HEADERS = new Set([
-  'authorization', 'host', 'connection', 'keep-alive', 'proxy-connection', 'proxy-authorization',
-  'proxy-authenticate', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'content-length', 'content-type',
-  'cookie', 'forwarded', 'x-forwarded-for', 'x-forwarded-host', 'x-forwarded-proto', 'x-real-ip',
+  ...HOP_BY_HOP,
+  ...NEVER_FORWARDED,
+  'host', 'content-length', 'content-type', 'content-encoding', 'cookie', 'max-forwards', 'range',
+  'if-range', 'x-request-id',
 ]);
 
 /**

@@ -1,3 +1,4 @@
+import { getIntersectionWordSets, JS, NFA } from 'refa';
 import { PARAM_TYPES, type ParamTypeName } from './param-types.js';
 
 /** One path segment of a template: a literal, or prefix + one typed parameter + suffix. */
@@ -77,49 +78,67 @@ export function compileTemplate(path: string, params: Readonly<Record<string, Pa
   };
 }
 
-function segmentMatches(segment: Segment, text: string): boolean {
-  if (segment.kind === 'literal') return segment.text === text;
-  const match = new RegExp(`^${segmentPattern(segment)}$`).exec(text);
-  if (!match) return false;
-  const validate = (PARAM_TYPES[segment.type] as { validate?: (v: string) => boolean }).validate;
-  return validate ? validate(match[1]!) : true;
-}
-
-function segmentSamples(segment: Segment): string[] {
-  if (segment.kind === 'literal') return [segment.text];
-  return PARAM_TYPES[segment.type].samples.map((sample) => segment.prefix + sample + segment.suffix);
+function automaton(template: CompiledTemplate): NFA {
+  // refa works on unanchored expressions; the template's regex is anchored at both ends.
+  const { expression, maxCharacter } = JS.Parser.fromLiteral(new RegExp(template.regex.source.slice(1, -1))).parse();
+  return NFA.fromRegex(expression, { maxCharacter });
 }
 
 /**
- * Strings both parameter segments might accept: the longer of the two prefixes, a sample of either
- * type, the longer of the two suffixes (e.g. `:a-x` and `y-:b` both accept `y-a-x`). Empty when
- * the prefixes or suffixes contradict each other, in which case no string can match both.
- */
-function sharedSamples(a: Segment, b: Segment): string[] {
-  if (a.kind !== 'param' || b.kind !== 'param') return [];
-  const [shortPrefix, longPrefix] = a.prefix.length <= b.prefix.length ? [a.prefix, b.prefix] : [b.prefix, a.prefix];
-  const [shortSuffix, longSuffix] = a.suffix.length <= b.suffix.length ? [a.suffix, b.suffix] : [b.suffix, a.suffix];
-  if (!longPrefix.startsWith(shortPrefix) || !longSuffix.endsWith(shortSuffix)) return [];
-  const samples = [...PARAM_TYPES[a.type].samples, ...PARAM_TYPES[b.type].samples];
-  return samples.map((sample) => longPrefix + sample + longSuffix);
-}
-
-/**
- * A path both templates accept, or null when they are disjoint. Each position is probed with
- * representative values: literals against the other side's pattern, each type's samples (chosen to
- * hit every overlap between the built-in types) with their own and with the combined prefix and
- * suffix of both sides.
+ * The shortest path both templates accept, or null when no path can match both: an exact
+ * intersection of the two patterns as finite automata, not a guess from sample values. Calendar
+ * validity of dates is not modelled, so two routes that overlap only on impossible dates are still
+ * reported; that errs on the side of refusing a policy.
  */
 export function overlappingPath(a: CompiledTemplate, b: CompiledTemplate): string | null {
   if (a.segments.length !== b.segments.length) return null;
-  const witness: string[] = [];
-  for (let i = 0; i < a.segments.length; i++) {
-    const sa = a.segments[i]!;
-    const sb = b.segments[i]!;
-    const candidates = [...segmentSamples(sa), ...segmentSamples(sb), ...sharedSamples(sa, sb)];
-    const shared = candidates.find((text) => segmentMatches(sa, text) && segmentMatches(sb, text));
-    if (shared === undefined) return null;
-    witness.push(shared);
+  let first: string | null = null;
+  let sets = 0;
+  for (const wordSet of getIntersectionWordSets(automaton(a), automaton(b))) {
+    // Each word set stands for many paths; prefer one a reader recognises as real (a valid date
+    // rather than 0000-00-00), picked deterministically.
+    for (let pick = 0; pick < PICKS_PER_SET; pick++) {
+      const random = mulberry32(pick);
+      // The first pick is the smallest character everywhere (00000000-0000-…); then pseudo-random ones.
+      const path = String.fromCharCode(...wordSet.map((chars) => nthChar(chars.ranges, pick === 0 ? 0 : random())));
+      first ??= path;
+      if (templateMatches(a, path) && templateMatches(b, path)) return path;
+    }
+    if (++sets >= MAX_WORD_SETS) break;
   }
-  return '/' + witness.join('/');
+  return first;
+}
+
+const PICKS_PER_SET = 256;
+
+/** A tiny seeded PRNG, so the example in an error message is the same on every run. */
+function mulberry32(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return (t ^ (t >>> 14)) >>> 0;
+  };
+}
+const MAX_WORD_SETS = 200;
+
+/** The n-th character (modulo the set's size) of a set of character ranges. */
+function nthChar(ranges: readonly { min: number; max: number }[], n: number): number {
+  const size = ranges.reduce((sum, r) => sum + r.max - r.min + 1, 0);
+  let index = n % size;
+  for (const r of ranges) {
+    const width = r.max - r.min + 1;
+    if (index < width) return r.min + index;
+    index -= width;
+  }
+  return ranges[0]!.min;
+}
+
+/** Whether a path matches the template, type checks included. */
+export function templateMatches(template: CompiledTemplate, path: string): boolean {
+  const match = template.regex.exec(path);
+  if (match === null) return false;
+  return template.validators.every((validate, i) => validate === undefined || validate(match[i + 1]!));
 }

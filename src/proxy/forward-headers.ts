@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
 
 /** Hop-by-hop headers (RFC 9110 §7.6.1) and their common non-standard relatives. */
-const HOP_BY_HOP = new Set([
+export const HOP_BY_HOP = new Set([
   'connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade',
   'proxy-authorization', 'proxy-authenticate',
 ]);
@@ -11,7 +11,7 @@ const HOP_BY_HOP = new Set([
  * upstream trusts the acquirer header instead), forwarding-chain claims the client could forge, and
  * method or URL overrides that would make the upstream act on something the policy did not judge.
  */
-const NEVER_FORWARDED = new Set([
+export const NEVER_FORWARDED = new Set([
   // `expect`: the gateway already answered any expectation; forwarded, it would also stop httpxy
   // from reporting the upstream request, which the timeout needs in order to cancel it.
   'authorization', 'expect', 'forwarded', 'x-forwarded-for', 'x-forwarded-host', 'x-forwarded-proto',

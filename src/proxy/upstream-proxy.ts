@@ -31,6 +31,27 @@ interface InFlight {
   answered: boolean;
 }
 
+/** Error bodies are drained so the keep-alive connection survives, but only this much and this long. */
+const DISCARD_MAX_BYTES = 64 * 1024;
+const DISCARD_MAX_MS = 1000;
+
+/**
+ * Throws away an upstream body the client will never see. A small one is read to the end so its
+ * connection can be reused; a large, slow or endless one is cut, so it cannot hold a pooled socket.
+ */
+function discard(body: IncomingMessage): void {
+  let bytes = 0;
+  const timer = setTimeout(() => body.destroy(), DISCARD_MAX_MS);
+  timer.unref();
+  body.on('data', (chunk: Buffer) => {
+    bytes += chunk.length;
+    if (bytes > DISCARD_MAX_BYTES) body.destroy();
+  });
+  body.once('close', () => clearTimeout(timer));
+  body.on('error', () => {});
+  body.resume();
+}
+
 /**
  * What an upstream error status becomes. Listed statuses follow the policy's map; any other error
  * status is answered with the gateway's own body for it (or 502 when the gateway has none), so no
@@ -78,8 +99,7 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): RequestHandl
       const locals = (res as Response).locals;
       const mapped = mapUpstreamStatus(proxyRes.statusCode ?? 502, locals.policy.upstreamStatusMap);
       if (mapped !== null) {
-        // Drain rather than destroy, so the keep-alive connection survives a small error body.
-        proxyRes.resume();
+        discard(proxyRes);
         locals.upstreamStatus = proxyRes.statusCode;
         sendError(res, mapped);
         return;

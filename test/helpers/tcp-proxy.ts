@@ -3,13 +3,16 @@ import net from 'node:net';
 /**
  * A TCP relay between the gateway and Redis that a test can break on purpose:
  * `cut()` drops every connection and refuses new ones (Redis down), `blackhole()` accepts but never
- * answers (Redis hung), `heal()` restores normal service. Works the same on a shared Redis.
+ * answers (Redis hung), `blackholeMatching(marker)` does that only to connections whose first bytes
+ * contain `marker` (e.g. the gateway's change-notice connection, by its CLIENT SETNAME), `heal()`
+ * restores normal service. Works the same on a shared Redis.
  */
 export interface TcpProxy {
   readonly port: number;
   readonly url: string;
   cut(): Promise<void>;
   blackhole(): void;
+  blackholeMatching(marker: string): void;
   heal(): Promise<void>;
   close(): Promise<void>;
 }
@@ -18,11 +21,26 @@ export async function startTcpProxy(targetUrl: string): Promise<TcpProxy> {
   const target = new URL(targetUrl);
   const sockets = new Set<net.Socket>();
   let mode: 'pass' | 'blackhole' = 'pass';
+  let marker: string | undefined;
+  /** What each client connection sent first, to recognise it later. */
+  const firstBytes = new Map<net.Socket, string>();
+  const silence = (client: net.Socket) => {
+    client.unpipe();
+    client.pause();
+  };
   const server = net.createServer((client) => {
     sockets.add(client);
-    client.on('close', () => sockets.delete(client));
+    client.on('close', () => {
+      sockets.delete(client);
+      firstBytes.delete(client);
+    });
     client.on('error', () => {});
     if (mode === 'blackhole') return; // read nothing, answer nothing
+    client.once('data', (chunk: Buffer) => {
+      const text = chunk.toString('latin1');
+      firstBytes.set(client, text);
+      if (marker !== undefined && text.includes(marker)) silence(client);
+    });
     const upstream = net.connect(Number(target.port), target.hostname);
     sockets.add(upstream);
     upstream.on('close', () => {
@@ -64,8 +82,13 @@ export async function startTcpProxy(targetUrl: string): Promise<TcpProxy> {
         socket.pause();
       }
     },
+    blackholeMatching(text) {
+      marker = text;
+      for (const [client, first] of firstBytes) if (first.includes(text)) client.destroy(); // it reconnects, into the hole
+    },
     async heal() {
       mode = 'pass';
+      marker = undefined;
       destroyAll(); // clients reconnect through a clean relay
       if (!server.listening) await listen(port);
     },

@@ -51,6 +51,8 @@ describe('keys create', () => {
     [['--acquirer', 'acq_1', '--permissions', 'eod_list', '--allow-ip', '10.0.0.1/8'], /--allow-ip: "10.0.0.1\/8": host bits are set; did you mean 10.0.0.0\/8\?/],
     [['--acquirer', 'acq_1', '--permissions', 'eod_list', '--allow-ip', '010.0.0.1'], /--allow-ip: "010.0.0.1"/],
     [['--acquirer', 'acq_1', '--permissions', 'eod_list', '--allow-ip', '0.0.0.0/0'], /\/0/],
+    [['--acquirer', 'acq_1', '--permissions', 'eod_list', '--allow-ip', ' , '], /--allow-ip: no address given/],
+    [['--acquirer', 'acq_1', '--permissions', 'eod_list', '--allow-ip', ''], /--allow-ip: no address given/],
     [['--acquirer', '', '--permissions', 'eod_list'], /--acquirer: required and must not be empty/],
     [['--acquirer', '   ', '--permissions', 'eod_list'], /--acquirer: required and must not be empty/],
     [['--permissions', 'eod_list'], /--acquirer: required/],
@@ -79,8 +81,23 @@ describe('keys show, update, disable, list', () => {
 
   it('update needs something to change; usage errors exit 2', async () => {
     expect((await runCli(['keys', 'update', 'key_x'], env)).code).toBe(2);
+    expect((await runCli(['keys', 'update', 'key_x', '--allow-ip', ''], env)).stderr).toMatch(/no address given/);
+    expect((await runCli(['keys', 'update', 'key_x', '--allow-ip', '10.0.0.0/8', '--allow-any-ip'], env)).code).toBe(2);
+    expect((await runCli(['keys', 'list'], { ...env, REDIS_KEY_PREFIX: '' })).stderr).toMatch(/REDIS_KEY_PREFIX: must not be empty/);
     expect((await runCli(['keys', 'show'], env)).code).toBe(2);
     expect((await runCli(['keys', 'frobnicate'], env)).code).toBe(2);
+  });
+
+  it('list shows the readable keys and exits 1 naming the records it could not read', async () => {
+    const listEnv = { ...env, REDIS_KEY_PREFIX: `${redis.prefix}list:` };
+    const good = JSON.parse((await runCli(['keys', 'create', '--acquirer', 'acq_7', '--permissions', 'eod_list'], listEnv)).stdout);
+    await redis.client.set(`${redis.prefix}list:id:key_broken`, 'f'.repeat(64));
+    await redis.client.sadd(`${redis.prefix}list:ids`, 'key_broken');
+    await redis.client.set(`${redis.prefix}list:key:${'f'.repeat(64)}`, 'not json');
+    const result = await runCli(['keys', 'list'], listEnv);
+    expect(result.code).toBe(1);
+    expect(result.stdout.trim().split('\n').map((l) => JSON.parse(l).id)).toEqual([good.id]);
+    expect(result.stderr).toMatch(/1 key record\(s\) in Redis could not be read \(sha256 ffffffffffff/);
   });
 
   it('fails with exit 1, without a password, when Redis cannot be reached', async () => {
@@ -110,6 +127,12 @@ describe('serve refuses to start on bad input', () => {
     const unknown = await runCli(['serve', '--prot', '1'], { UPSTREAM_URL: 'http://127.0.0.1:1' });
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toMatch(/Unknown option '--prot'/);
+  });
+
+  it('an unusable bind address: one line naming HOST', async () => {
+    const result = await runCli(['serve'], { UPSTREAM_URL: 'http://127.0.0.1:1', PORT: '0', HOST: '192.0.2.123', REDIS_URL: 'redis://127.0.0.1:1' });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toBe('acquirer-gateway: HOST: cannot listen on 192.0.2.123 (EADDRNOTAVAIL)\n');
   });
 
   it('an invalid policy: exit 1 with file:line:column: reason', async () => {

@@ -305,3 +305,22 @@ describe('requests Node\'s HTTP parser refuses', () => {
     expect(upstream.received.length).toBe(before);
   });
 });
+
+it('a malformed request pipelined behind a streaming response cuts the connection, never lands in the body', async () => {
+  const socket = (await import('node:net')).connect(gateway.port, '127.0.0.1');
+  let received = '';
+  const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()));
+  socket.on('error', () => {});
+  socket.on('data', (d: Buffer) => {
+    received += d.toString('latin1');
+    if (received.includes('\r\n\r\n') && !socket.destroyed && !(socket as unknown as { sentBad?: boolean }).sentBad) {
+      (socket as unknown as { sentBad?: boolean }).sentBad = true;
+      socket.write('GET /bad path HTTP/1.1\r\nHost: x\r\n\r\n'); // the 200's headers are out: now the bad one
+    }
+  });
+  socket.write(`GET /v1/acquirer/eod_statements/${STATEMENT_ID}.csv HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${keys.acq1!.key}\r\n\r\n`);
+  await closed;
+  expect(received.startsWith('HTTP/1.1 200 OK')).toBe(true);
+  expect(received).not.toContain('HTTP/1.1 400');
+  expect(received.length).toBeLessThan(CSV_BYTES); // cut, visibly short of its Content-Length
+}, 30_000);

@@ -55,6 +55,18 @@ it('a disabled key is refused by every instance within a second, and stays disab
   expect(await statuses(key)).toEqual([401, 401]);
 });
 
+it('disabling again announces again, so a retry after a lost notice still reaches every gateway', async () => {
+  const { id, key } = await createKey(env, { acquirer: 'acq_1', permissions: ['eod_list', 'eod_read'] });
+  expect(await statuses(key)).toEqual([200, 200]);
+  // As if a disable had been written but its notice lost: the record says disabled, nobody was told.
+  const recordKey = `${redis.prefix}key:${(await redis.client.get(`${redis.prefix}id:${id}`))!}`;
+  const record = JSON.parse((await redis.client.get(recordKey))!);
+  await redis.client.set(recordKey, JSON.stringify({ ...record, disabled_at: '2026-01-01T00:00:00.000Z' }));
+  expect(await statuses(key)).toEqual([200, 200]); // cached, and no notice
+  expect((await runCli(['keys', 'disable', id], env)).code).toBe(0);
+  await expectEverywhereWithin(key, 401);
+});
+
 it('an updated key is judged by its new permissions and whitelist within a second', async () => {
   const { id, key } = await createKey(env, { acquirer: 'acq_1', permissions: ['eod_list', 'eod_read'] });
   expect(await statuses(key)).toEqual([200, 200]);
@@ -68,6 +80,11 @@ it('an updated key is judged by its new permissions and whitelist within a secon
   expect((await runCli(['keys', 'update', id, '--allow-ip', '127.0.0.0/8'], env)).code).toBe(0);
   await expectEverywhereWithin(key, 200);
 
+  expect((await runCli(['keys', 'update', id, '--allow-ip', '192.0.2.0/24'], env)).code).toBe(0);
+  await expectEverywhereWithin(key, 401);
+  expect((await runCli(['keys', 'update', id, '--allow-any-ip'], env)).code).toBe(0);
+  await expectEverywhereWithin(key, 200);
+
   const shown = await runCli(['keys', 'show', id], env);
-  expect(JSON.parse(shown.stdout)).toMatchObject({ id, permissions: ['eod_list', 'eod_read'], allowed_ips: ['127.0.0.0/8'], disabled_at: null });
+  expect(JSON.parse(shown.stdout)).toMatchObject({ id, permissions: ['eod_list', 'eod_read'], allowed_ips: [], disabled_at: null });
 });

@@ -1,5 +1,6 @@
 import http from 'node:http';
 import { createKey, runCli, startServe, type ServeProcess } from '../helpers/cli.js';
+import { request } from '../helpers/http.js';
 import { startTestRedis, type TestRedis } from '../helpers/redis.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 import { startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
@@ -72,17 +73,32 @@ it('Redis stopped: uncached keys get 503 at once, cached keys work for the grace
   expect((await call(cached.key)).status).toBe(200);
 }, 20_000);
 
-it('Redis black-holed: uncached keys get 503 within the bound, cached ones only for the grace period', async () => {
+it('Redis black-holed: cached keys work for the grace period only, though no lookup ever failed', async () => {
   const cached = await createKey(env, { acquirer: 'acq_1', permissions: ['eod_list', 'eod_read'] });
-  const key = await createKey(env, { acquirer: 'acq_1', permissions: ['eod_list', 'eod_read'] });
   expect((await call(cached.key)).status).toBe(200);
   relay.blackhole();
-  expect(await call(key.key)).toEqual(UNAVAILABLE);
-  // The sockets stay open and silent; only the health check can tell. KEY_CACHE_TTL_MS is 60 s.
+  // Only the cached key is used: the sockets stay open and silent, so nothing but the health
+  // check's unanswered PING can tell the gateway Redis is gone. KEY_CACHE_TTL_MS is 60 s.
   await waitFor(async () => (await call(cached.key)).status === 503, { timeoutMs: GRACE_MS + 4000, what: 'grace period to end' });
   await relay.heal();
+  await waitFor(async () => (await call(cached.key)).status === 200, { timeoutMs: 5000, what: 'recovery' });
+}, 20_000);
+
+it('Redis black-holed: an uncached key gets 503 within the bound, never a hang', async () => {
+  const key = await createKey(env, { acquirer: 'acq_1', permissions: ['eod_list', 'eod_read'] });
+  relay.blackhole();
+  expect(await call(key.key)).toEqual(UNAVAILABLE);
+  await relay.heal();
   await waitFor(async () => (await call(key.key)).status === 200, { timeoutMs: 5000, what: 'recovery' });
-  expect((await call(cached.key)).status).toBe(200);
+}, 20_000);
+
+it('while change notices cannot arrive, cached keys are re-checked in Redis once the grace period ends', async () => {
+  const key = await createKey(env, { acquirer: 'acq_1', permissions: ['eod_list', 'eod_read'] });
+  expect((await call(key.key)).status).toBe(200);
+  relay.blackholeMatching('acquirer-gateway:events'); // commands still work; the subscription does not
+  expect((await runCli(['keys', 'disable', key.id], env)).code).toBe(0);
+  await waitFor(async () => (await call(key.key)).status === 401, { timeoutMs: GRACE_MS + 4000, what: 'the disable to be seen' });
+  await relay.heal();
 }, 20_000);
 
 it('after the change subscription reconnects, the cache is dropped (notices may have been missed)', async () => {
@@ -95,3 +111,31 @@ it('after the change subscription reconnects, the cache is dropped (notices may 
   // KEY_CACHE_TTL_MS is 60 s: only the resync can make this 401 this soon.
   await waitFor(async () => (await call(key.key)).status === 401, { timeoutMs: 5000, what: 'resync after reconnect' });
 }, 20_000);
+
+describe('a gateway that starts while its change subscription cannot be made', () => {
+  let late: ServeProcess;
+  beforeAll(async () => {
+    relay.blackholeMatching('acquirer-gateway:events');
+    late = await startServe({
+      REDIS_URL: relay.url,
+      REDIS_KEY_PREFIX: redis.prefix,
+      UPSTREAM_URL: upstream.url,
+      KEY_OUTAGE_GRACE_MS: '60000', // only a resync can make a cached key's disable visible soon
+      REDIS_COMMAND_TIMEOUT_MS: '300',
+    });
+  });
+  afterAll(async () => {
+    await late.stop();
+    await relay.heal();
+  });
+
+  it('drops what it cached once the first subscription succeeds', async () => {
+    const key = await createKey(env, { acquirer: 'acq_1', permissions: ['eod_list', 'eod_read'] });
+    const get = () => request(late.url, LIST, { authorization: `Bearer ${key.key}` });
+    expect((await get()).status).toBe(200); // looked up in Redis, cached
+    expect((await runCli(['keys', 'disable', key.id], env)).code).toBe(0); // the notice reaches nobody
+    expect((await get()).status).toBe(200); // still cached: the outage grace is 60 s
+    await relay.heal();
+    await waitFor(async () => (await get()).status === 401, { timeoutMs: 5000, what: 'resync after the first subscribe' });
+  }, 20_000);
+});

@@ -18,6 +18,7 @@ let faulty: net.Server;
 let faultyPort: number;
 let gateway: ServeProcess;
 let closedGateway: ServeProcess;
+let onePoolGateway: ServeProcess;
 let key: string;
 const upstreamClosed: string[] = [];
 /** Every request head the upstream received, raw. */
@@ -36,6 +37,10 @@ function faultyUpstream(): net.Server {
         case 'silent':
           socket.on('close', () => upstreamClosed.push('silent'));
           return; // never answer
+        case 'endless-404':
+          // An error body that never ends; the gateway answers 404 at once but must not keep the socket.
+          socket.write('HTTP/1.1 404 Not Found\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nnope.\r\n');
+          return;
         case 'status-099':
           return void socket.end('HTTP/1.1 099 Odd\r\nContent-Length: 0\r\n\r\n');
         case 'reset':
@@ -64,12 +69,13 @@ beforeAll(async () => {
   const env = { REDIS_URL: redis.url, REDIS_KEY_PREFIX: redis.prefix };
   ({ key } = await createKey(env, { acquirer: 'acq_1', permissions: ['eod_list', 'eod_read'] }));
   gateway = await startServe({ ...env, UPSTREAM_URL: `http://127.0.0.1:${faultyPort}`, UPSTREAM_TIMEOUT_MS: String(UPSTREAM_TIMEOUT_MS) });
+  onePoolGateway = await startServe({ ...env, UPSTREAM_URL: `http://127.0.0.1:${faultyPort}`, UPSTREAM_MAX_SOCKETS: '1', UPSTREAM_TIMEOUT_MS: '5000' });
   // A port nothing listens on: connection refused.
   closedGateway = await startServe({ ...env, UPSTREAM_URL: `http://127.0.0.1:${await freePort()}` });
 }, 30_000);
 
 afterAll(async () => {
-  await Promise.all([gateway.stop(), closedGateway.stop()]);
+  await Promise.all([gateway.stop(), closedGateway.stop(), onePoolGateway.stop()]);
   await new Promise((resolve) => faulty.close(resolve));
   await redis.stop();
 });
@@ -102,6 +108,17 @@ it('a timed-out upstream request is cancelled, so a silent upstream cannot exhau
   expect(res.status).toBe(504);
   await waitFor(() => upstreamClosed.includes('silent'), { timeoutMs: 2000, what: 'the upstream socket to be closed' });
   expect(heads.at(-1)!.toLowerCase()).not.toContain('expect:');
+});
+
+it('an upstream error body that never ends does not hold a pooled connection', async () => {
+  for (let i = 0; i < 2; i++) {
+    const res = await request(onePoolGateway.url, `${LIST}?mode=endless-404`, bearer(key));
+    expect(res.status).toBe(404);
+    expect(res.body.toString()).toBe('{"message":"Not found"}');
+  }
+  // One socket in the pool: this waits for it to be freed, which must happen well before 5 s.
+  const res = await request(onePoolGateway.url, LIST, bearer(key));
+  expect(res.status).toBe(200);
 });
 
 it('a body cut by the upstream reaches the client as a truncated response, not a complete one', async () => {

@@ -82,3 +82,25 @@ describe('refusing a bad policy with file, line, column and reason', () => {
     expect(await errorLines('does-not-exist')).toEqual([`${fixture('does-not-exist')}:0:0: cannot read policy: file not found`]);
   });
 });
+
+describe('the identity header', () => {
+  const policyWith = (header: string) => `version: 1
+acquirer_header: ${header}
+permissions:
+  - { name: things_read, description: Read things }
+routes:
+  - { id: things, method: GET, path: /v1/things, permissions: [things_read] }
+`;
+
+  it.each(['Authorization', 'Host', 'Expect', 'Connection', 'X-Forwarded-Port', 'X-Forwarded-For', 'X-Client-IP', 'Max-Forwards', 'Content-Length', 'X-Request-Id', 'Proxy-Authorization'])(
+    'cannot be %s, a header the gateway controls or strips',
+    async (header) => {
+      const { parsePolicy } = await import('../../../src/config/load-policy.js');
+      const result = parsePolicy(policyWith(header), 'inline.yaml');
+      expect(result.ok).toBe(false);
+      expect(!result.ok && result.errors.map(formatPolicyError)).toEqual([
+        `inline.yaml:2:18: acquirer_header: "${header}" is a header the gateway controls; choose another`,
+      ]);
+    },
+  );
+});
