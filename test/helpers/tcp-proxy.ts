@@ -36,11 +36,14 @@ export async function startTcpProxy(targetUrl: string): Promise<TcpProxy> {
     });
     client.on('error', () => {});
     if (mode === 'blackhole') return; // read nothing, answer nothing
-    client.once('data', (chunk: Buffer) => {
-      const text = chunk.toString('latin1');
+    // Commands may arrive in any chunking: look at the opening bytes as they accumulate.
+    const inspect = (chunk: Buffer) => {
+      const text = (firstBytes.get(client) ?? '') + chunk.toString('latin1');
       firstBytes.set(client, text);
       if (marker !== undefined && text.includes(marker)) silence(client);
-    });
+      if (text.length > 4096 || (marker !== undefined && text.includes(marker))) client.off('data', inspect);
+    };
+    client.on('data', inspect);
     const upstream = net.connect(Number(target.port), target.hostname);
     sockets.add(upstream);
     upstream.on('close', () => {
