@@ -1,11 +1,13 @@
 #!/usr/bin/env node
 import { keysCommand } from './cli/keys-command.js';
+import { PolicyInvalid, policyCommand } from './cli/policy-command.js';
 import { serveCommand } from './cli/serve-command.js';
 import { CommandError, UsageError } from './cli/usage-error.js';
 
 const USAGE = `usage: acquirer-gateway <command>
   serve              run the gateway (configuration from the environment or --flags; see README)
-  keys <subcommand>  create, update, disable, show and list API keys in Redis`;
+  keys <subcommand>  create, update, disable, show and list API keys in Redis
+  policy <subcommand> check, diff and list the route policy`;
 
 async function main(argv: string[]): Promise<void> {
   const [command, ...args] = argv;
@@ -14,6 +16,12 @@ async function main(argv: string[]): Promise<void> {
       return serveCommand(args);
     case 'keys':
       return keysCommand(args, { env: process.env, out: (line) => process.stdout.write(line + '\n') });
+    case 'policy':
+      return policyCommand(args, {
+        env: process.env,
+        out: (text) => process.stdout.write(text),
+        err: (line) => process.stderr.write(line + '\n'),
+      });
     case undefined:
     case '--help':
     case 'help':
@@ -29,6 +37,7 @@ main(process.argv.slice(2)).catch((err: unknown) => {
     process.stderr.write(`acquirer-gateway: ${err.message}\n`);
     process.exit(2);
   }
+  if (err instanceof PolicyInvalid) process.exit(1); // its problems are printed already
   if (err instanceof CommandError) {
     process.stderr.write(`acquirer-gateway: ${err.message}\n`);
     process.exit(1);

@@ -1,0 +1,58 @@
+import { DEFAULT_POLICY_FILE } from '../config/env.js';
+import { formatPolicyError, loadPolicy } from '../config/load-policy.js';
+import type { CompiledPolicy } from '../policy/compile.js';
+import { diffPolicies, routeTable } from '../policy/diff.js';
+import { CommandError, UsageError } from './usage-error.js';
+
+export const POLICY_USAGE = `usage:
+  acquirer-gateway policy check [FILE]     validate as serve would (exit 0, or 1 with file:line:column: reason)
+  acquirer-gateway policy diff OLD NEW     what changed, as Markdown for a pull request
+  acquirer-gateway policy routes [FILE]    the effective route table
+FILE defaults to POLICY_FILE, else ${DEFAULT_POLICY_FILE}`;
+
+/** Thrown with every problem already printed: exit 1, nothing more to say. */
+class PolicyInvalid extends CommandError {}
+
+async function load(file: string, err: (line: string) => void): Promise<CompiledPolicy> {
+  const result = await loadPolicy(file);
+  if (result.ok) return result.policy;
+  for (const error of result.errors) err(formatPolicyError(error));
+  throw new PolicyInvalid(`${file}: policy refused`);
+}
+
+export interface PolicyContext {
+  readonly env: NodeJS.ProcessEnv;
+  readonly out: (text: string) => void;
+  readonly err: (line: string) => void;
+}
+
+/** `acquirer-gateway policy …`: tools for the repository that holds the policy, and its CI. */
+export async function policyCommand(args: string[], ctx: PolicyContext): Promise<void> {
+  const [sub, ...rest] = args;
+  const defaultFile = ctx.env.POLICY_FILE ?? DEFAULT_POLICY_FILE;
+  switch (sub) {
+    case 'check': {
+      if (rest.length > 1) throw new UsageError(`check takes at most one file\n${POLICY_USAGE}`);
+      const file = rest[0] ?? defaultFile;
+      const policy = await load(file, ctx.err);
+      ctx.out(`${file}: ok (${policy.routes.length} routes, ${policy.permissions.length} permissions, sha256 ${policy.contentHash})\n`);
+      return;
+    }
+    case 'diff': {
+      if (rest.length !== 2) throw new UsageError(`diff takes two files\n${POLICY_USAGE}`);
+      const [oldFile, newFile] = rest as [string, string];
+      const [oldPolicy, newPolicy] = [await load(oldFile, ctx.err), await load(newFile, ctx.err)];
+      ctx.out(diffPolicies(oldPolicy, newPolicy, oldFile, newFile));
+      return;
+    }
+    case 'routes': {
+      if (rest.length > 1) throw new UsageError(`routes takes at most one file\n${POLICY_USAGE}`);
+      ctx.out(routeTable(await load(rest[0] ?? defaultFile, ctx.err)));
+      return;
+    }
+    default:
+      throw new UsageError(sub === undefined ? POLICY_USAGE : `unknown policy command "${sub}"\n${POLICY_USAGE}`);
+  }
+}
+
+export { PolicyInvalid };

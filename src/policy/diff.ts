@@ -1,0 +1,106 @@
+import type { CompiledPolicy, CompiledRoute } from './compile.js';
+
+/** One route as a reviewer names it: what a client would call. */
+function routeKey(route: CompiledRoute): string {
+  return `${route.method} ${route.path}`;
+}
+
+function code(text: string): string {
+  return '`' + text + '`';
+}
+
+function list(names: readonly string[]): string {
+  return names.length === 0 ? 'no permission (any valid key)' : names.map(code).join(', ');
+}
+
+function describeRoute(route: CompiledRoute): string {
+  const served = route.serve ? ', served by the gateway' : '';
+  return `${code(routeKey(route))} (${code(route.id)}): requires ${list(route.permissions)}${served}`;
+}
+
+/**
+ * What changed between two valid policies, as Markdown for a pull request. Removing a permission
+ * from a route, or adding a route, widens access; both are called out, since a reviewer reading a
+ * diff of YAML can easily miss them.
+ */
+export function diffPolicies(oldPolicy: CompiledPolicy, newPolicy: CompiledPolicy, oldName: string, newName: string): string {
+  const out: string[] = [`## Policy changes: ${code(oldName)} → ${code(newName)}`, ''];
+  const section = (title: string, lines: string[]) => {
+    if (lines.length === 0) return;
+    out.push(`### ${title}`, '', ...lines, '');
+  };
+
+  const oldRoutes = new Map(oldPolicy.routes.map((r) => [routeKey(r), r]));
+  const newRoutes = new Map(newPolicy.routes.map((r) => [routeKey(r), r]));
+
+  section(
+    'Routes added (new access)',
+    newPolicy.routes.filter((r) => !oldRoutes.has(routeKey(r))).map((r) => `- ⚠️ ${describeRoute(r)}`),
+  );
+  section(
+    'Routes removed',
+    oldPolicy.routes.filter((r) => !newRoutes.has(routeKey(r))).map((r) => `- ${describeRoute(r)}`),
+  );
+
+  const changed: string[] = [];
+  for (const route of newPolicy.routes) {
+    const before = oldRoutes.get(routeKey(route));
+    if (before === undefined) continue;
+    const added = route.permissions.filter((p) => !before.permissions.includes(p));
+    const removed = before.permissions.filter((p) => !route.permissions.includes(p));
+    const notes: string[] = [];
+    if (removed.length > 0) notes.push(`**removed ${list(removed)}: loosens access**`);
+    if (added.length > 0) notes.push(`added ${list(added)} (tightens access)`);
+    if (before.id !== route.id) notes.push(`renamed ${code(before.id)} → ${code(route.id)} (metrics and logs change)`);
+    if (before.serve !== route.serve) notes.push(route.serve ? 'now served by the gateway' : 'now proxied to the upstream');
+    if (notes.length > 0) changed.push(`- ${code(routeKey(route))}: ${notes.join('; ')}`);
+  }
+  section('Routes changed', changed);
+
+  const oldCatalogue = new Map(oldPolicy.permissions.map((p) => [p.name, p.description]));
+  const newCatalogue = new Map(newPolicy.permissions.map((p) => [p.name, p.description]));
+  const catalogue: string[] = [];
+  for (const [name, description] of newCatalogue) {
+    const before = oldCatalogue.get(name);
+    if (before === undefined) catalogue.push(`- added ${code(name)}: ${description}`);
+    else if (before !== description) catalogue.push(`- ${code(name)}: description "${before}" → "${description}"`);
+  }
+  for (const name of oldCatalogue.keys()) {
+    if (!newCatalogue.has(name)) catalogue.push(`- removed ${code(name)} (keys that carry it keep it, but it grants nothing)`);
+  }
+  section('Permission catalogue', catalogue);
+
+  const upstream: string[] = [];
+  if (oldPolicy.acquirerHeader !== newPolicy.acquirerHeader) {
+    upstream.push(`- ⚠️ acquirer header ${code(oldPolicy.acquirerHeader)} → ${code(newPolicy.acquirerHeader)} (the upstream must read the new one)`);
+  }
+  const statuses = [...new Set([...oldPolicy.upstreamStatusMap.keys(), ...newPolicy.upstreamStatusMap.keys()])].sort();
+  for (const status of statuses) {
+    const before = oldPolicy.upstreamStatusMap.get(status);
+    const after = newPolicy.upstreamStatusMap.get(status);
+    if (before === after) continue;
+    const show = (to: number | undefined) => (to === undefined ? 'unmapped' : String(to));
+    const flag = status === 403 && after !== 404 ? ' ⚠️ another acquirer\'s resource may become distinguishable from a missing one' : '';
+    upstream.push(`- upstream ${status}: ${show(before)} → ${show(after)}${flag}`);
+  }
+  section('Upstream', upstream);
+
+  if (out.length === 2) out.push('No changes that affect access, routing or the upstream.', '');
+  return out.join('\n');
+}
+
+/** The effective route table, as a Markdown table. */
+export function routeTable(policy: CompiledPolicy): string {
+  const rows = policy.routes.map((r) => {
+    const params = r.template.segments.flatMap((s) => (s.kind === 'param' ? [`${s.name}: ${s.type}`] : []));
+    return `| ${code(r.id)} | ${r.method} | ${code(r.path)} | ${params.join(', ') || '–'} | ${list(r.permissions)} | ${r.serve ? 'gateway' : 'upstream'} |`;
+  });
+  return [
+    `Acquirer header: ${code(policy.acquirerHeader)}; policy sha256 ${policy.contentHash}`,
+    '',
+    '| route | method | path | parameters | permissions (all required) | answered by |',
+    '|---|---|---|---|---|---|',
+    ...rows,
+    '',
+  ].join('\n');
+}

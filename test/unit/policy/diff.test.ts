@@ -1,0 +1,63 @@
+import { loadPolicyOrThrow } from '../../../src/config/load-policy.js';
+import { diffPolicies, routeTable } from '../../../src/policy/diff.js';
+
+const OLD = 'test/fixtures/policies/diff/old.yaml';
+const NEW = 'test/fixtures/policies/diff/new.yaml';
+
+describe('diffPolicies', () => {
+  it('tells a reviewer what changed, flagging what loosens access', async () => {
+    const markdown = diffPolicies(await loadPolicyOrThrow(OLD), await loadPolicyOrThrow(NEW), OLD, NEW);
+    expect(markdown).toBe(
+      [
+        `## Policy changes: \`${OLD}\` → \`${NEW}\``,
+        '',
+        '### Routes added (new access)',
+        '',
+        '- ⚠️ `GET /v1/acquirer/audit_logs` (`audit_logs`): requires `audit_logs_read`',
+        '',
+        '### Routes removed',
+        '',
+        '- `GET /v1/acquirer/orders` (`orders`): requires `orders_read`',
+        '',
+        '### Routes changed',
+        '',
+        '- `GET /v1/acquirer/eod_statements`: **removed `eod_read`: loosens access**',
+        '- `GET /v1/acquirer/eod_statements/:id.csv`: added `audit_logs_read` (tightens access); renamed `eod_download` → `eod_statement_download` (metrics and logs change)',
+        '',
+        '### Permission catalogue',
+        '',
+        '- `eod_list`: description "List statements" → "List End-of-Day statements"',
+        '- added `audit_logs_read`: Query the audit trail',
+        '- removed `orders_read` (keys that carry it keep it, but it grants nothing)',
+        '',
+        '### Upstream',
+        '',
+        '- ⚠️ acquirer header `x-acquirer-id` → `x-tenant-id` (the upstream must read the new one)',
+        "- upstream 403: 404 → 403 ⚠️ another acquirer's resource may become distinguishable from a missing one",
+        '- upstream 500: unmapped → 502',
+        '',
+      ].join('\n'),
+    );
+  });
+
+  it('says so when nothing that matters changed', async () => {
+    const policy = await loadPolicyOrThrow(OLD);
+    expect(diffPolicies(policy, policy, OLD, OLD)).toBe(
+      `## Policy changes: \`${OLD}\` → \`${OLD}\`\n\nNo changes that affect access, routing or the upstream.\n`,
+    );
+  });
+});
+
+describe('routeTable', () => {
+  it('lists the effective routes of the shipped policy', async () => {
+    const table = routeTable(await loadPolicyOrThrow('policies/acquirer-api.yaml'));
+    expect(table.split('\n').slice(2, 8)).toEqual([
+      '| route | method | path | parameters | permissions (all required) | answered by |',
+      '|---|---|---|---|---|---|',
+      '| `eod_statements_list` | GET | `/v1/acquirer/eod_statements` | – | `eod_list`, `eod_read` | upstream |',
+      '| `eod_statement_download` | GET | `/v1/acquirer/eod_statements/:statement_id.csv` | statement_id: uuid | `eod_list`, `eod_read` | upstream |',
+      '| `eod_statement_download_by_date` | GET | `/v1/acquirer/eod_statements/by_date/:date.csv` | date: date | `eod_list`, `eod_read` | upstream |',
+      '| `api_keys_permissions` | GET | `/v1/acquirer/api_keys/permissions` | – | no permission (any valid key) | gateway |',
+    ]);
+  });
+});
