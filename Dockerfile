@@ -1,19 +1,29 @@
-# Placeholder until the operations issue: a build stage and a slim runtime stage on Node 24,
-# running the compiled CLI as a non-root user. Not built on the development machines (no Docker engine).
+# acquirer-gateway: a build stage and a slim runtime stage on the official Node 24 LTS image.
+# The build runs the same commands as the README (npm ci && npm run build); the runtime keeps
+# production dependencies only and runs as the image's non-root `node` user.
 FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json tsconfig.json ./
-RUN npm ci
+RUN npm ci --no-audit --no-fund
 COPY src ./src
-RUN npm run build && npm prune --omit=dev
+RUN npm run build
 
 FROM node:24-bookworm-slim
+ENV NODE_ENV=production \
+    PORT=8080 \
+    ADMIN_PORT=9090 \
+    ADMIN_HOST=0.0.0.0 \
+    POLICY_FILE=/app/policies/acquirer-api.yaml
 WORKDIR /app
-ENV NODE_ENV=production
-COPY --from=build /app/node_modules ./node_modules
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY --from=build /app/dist ./dist
-COPY package.json ./
+# The shipped policy; mount your own over /app/policies (the gateway reloads it when it changes).
 COPY policies ./policies
 USER node
-EXPOSE 8080
-CMD ["node", "dist/cli.js", "serve"]
+EXPOSE 8080 9090
+HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.ADMIN_PORT||9090)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
+STOPSIGNAL SIGTERM
+ENTRYPOINT ["node", "dist/cli.js"]
+CMD ["serve"]
