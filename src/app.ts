@@ -4,6 +4,8 @@ import { createErrorHandler } from './errors/error-handler.js';
 import type { KeyResolver } from './keys/key-resolver.js';
 import type { Logger } from './logger.js';
 import type { IpAllowlist } from './net/ip-allowlist.js';
+import type { GatewayMetrics } from './observability/metrics.js';
+import { createRequestObserver } from './observability/request-observer.js';
 import { createPipeline } from './pipeline.js';
 import type { CompiledPolicy } from './policy/compile.js';
 import { createUpstreamProxy } from './proxy/upstream-proxy.js';
@@ -16,6 +18,7 @@ export interface AppDeps {
   readonly trustedProxies: IpAllowlist | null;
   readonly upstream: { readonly url: string; readonly timeoutMs: number; readonly agent: http.Agent };
   readonly logger: Logger;
+  readonly metrics: GatewayMetrics;
 }
 
 /** Builds the public app. No I/O here: listening, Redis and the policy file belong to the caller. */
@@ -32,10 +35,7 @@ export function createApp(deps: AppDeps): Express {
     agent: deps.upstream.agent,
     logger: deps.logger,
   });
-  app.use(function snapshotPolicy(_req, res, next) {
-    res.locals.policy = deps.policy();
-    next();
-  });
+  app.use(createRequestObserver(deps));
   app.use(createPipeline({ resolver: deps.resolver, trustedProxies: deps.trustedProxies, proxy }));
   app.use(createErrorHandler(deps.logger));
   return app;

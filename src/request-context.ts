@@ -9,6 +9,15 @@ declare global {
     interface Locals {
       /** The policy this request is judged by, fixed when it arrives (a reload does not change it mid-way). */
       policy: CompiledPolicy;
+      /** Taken from a valid incoming X-Request-Id or generated; sent upstream and back. */
+      requestId: string;
+      /** process.hrtime.bigint() when the request arrived. */
+      startedAt: bigint;
+      /** The client address as judged (socket peer or trusted-proxy walk), once computed. */
+      clientAddress?: string | null;
+      /** Milliseconds until the upstream's response headers arrived. */
+      upstreamMs?: number;
+      upstreamErrorKind?: import('./proxy/upstream-errors.js').UpstreamErrorKind;
       key?: ResolvedKey;
       route?: CompiledRoute;
       /** Set when the request was refused or failed; for logs and metrics. */

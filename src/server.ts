@@ -1,22 +1,28 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { createAdminServer } from './admin/admin-server.js';
 import { createApp } from './app.js';
-import { sendError, sendRawError } from './errors/error-response.js';
 import type { Config } from './config/env.js';
 import { loadPolicyOrThrow } from './config/load-policy.js';
+import { PolicyHolder, type ReloadResult } from './config/policy-holder.js';
+import { sendError, sendRawError } from './errors/error-response.js';
 import { KeyResolver } from './keys/key-resolver.js';
 import type { KeyStore } from './keys/key-store.js';
 import { RedisKeyStore } from './keys/redis-key-store.js';
 import type { Logger } from './logger.js';
-import type { CompiledPolicy } from './policy/compile.js';
+import { createMetrics, type GatewayMetrics } from './observability/metrics.js';
 import { createUpstreamAgent } from './proxy/upstream-proxy.js';
 
 export interface RunningGateway {
-  readonly server: http.Server;
   readonly port: number;
-  readonly policy: CompiledPolicy;
-  /** Stops accepting, lets in-flight requests finish, closes Redis and the upstream pool. */
-  close(): Promise<void>;
+  readonly adminPort: number;
+  readonly metrics: GatewayMetrics;
+  reloadPolicy(): Promise<ReloadResult>;
+  /**
+   * Readiness turns 503, the listener stops accepting, requests in flight get up to
+   * `shutdownTimeoutMs` to finish, then connections close, Redis disconnects and the pool empties.
+   */
+  shutdown(): Promise<void>;
 }
 
 export interface StartOptions {
@@ -25,9 +31,20 @@ export interface StartOptions {
   readonly keyStore?: KeyStore;
 }
 
+function listen(server: http.Server, port: number, host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve((server.address() as AddressInfo).port);
+    });
+  });
+}
+
 /** Loads the policy, connects the key store and listens. Throws PolicyLoadError on a bad policy. */
 export async function startGateway(config: Config, { logger, keyStore }: StartOptions): Promise<RunningGateway> {
-  const policy = await loadPolicyOrThrow(config.policyFile);
+  const metrics = createMetrics();
+  const policy = new PolicyHolder(config.policyFile, await loadPolicyOrThrow(config.policyFile), { logger, metrics });
   const store =
     keyStore ??
     new RedisKeyStore({
@@ -43,50 +60,84 @@ export async function startGateway(config: Config, { logger, keyStore }: StartOp
     negativeTtlMs: config.keyNegativeCacheTtlMs,
     negativeMaxEntries: config.keyCacheMaxEntries,
     outageGraceMs: config.keyOutageGraceMs,
+    onResolution: (layer, result) => metrics.keyResolutions.inc({ layer, result }),
+    onStoreHealth: (healthy) => metrics.keyStoreUp.set(healthy ? 1 : 0),
   });
+  metrics.keyStoreUp.set(resolver.storeAvailable ? 1 : 0);
   const agent = createUpstreamAgent(config.upstreamUrl, config.upstreamMaxSockets);
   const app = createApp({
-    policy: () => policy,
+    policy: () => policy.current,
     resolver,
     trustedProxies: config.trustedProxyList,
     upstream: { url: config.upstreamUrl, timeoutMs: config.upstreamTimeoutMs, agent },
     logger,
+    metrics,
   });
+
   // Host is checked by the request guard, so that its refusal has the documented body.
   const server = http.createServer({ requireHostHeader: false }, app);
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
     // A reset or timed-out socket has nobody to answer; anything else is a malformed request.
     if (err.code === 'ECONNRESET' || err.code === 'ERR_HTTP_REQUEST_TIMEOUT') return void socket.destroy();
+    metrics.denials.inc({ reason: 'bad_request' });
     sendRawError(socket, err.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400);
   });
   // An Expect other than 100-continue: Node would answer an empty 417; nothing here takes a body anyway.
   server.on('checkExpectation', (_req, res: http.ServerResponse) => sendError(res, 400));
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(config.port, config.host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const port = (server.address() as AddressInfo).port;
-  logger.info({ port, host: config.host, policy: policy.contentHash, routes: policy.routes.length }, 'listening');
 
-  let closing: Promise<void> | undefined;
+  let shuttingDown = false;
+  const admin = createAdminServer({
+    metrics,
+    readiness: () => ({
+      policy: 'ok',
+      key_store: resolver.storeAvailable ? 'ok' : 'unavailable',
+      shutdown: shuttingDown ? 'in_progress' : 'no',
+    }),
+  });
+
+  const port = await listen(server, config.port, config.host);
+  let adminPort: number;
+  try {
+    adminPort = await listen(admin, config.adminPort, config.adminHost);
+  } catch (err) {
+    server.close();
+    throw err;
+  }
+  if (config.policyWatch) policy.watch();
+  logger.info(
+    { port, host: config.host, admin_port: adminPort, admin_host: config.adminHost, policy: policy.current.contentHash, routes: policy.current.routes.length },
+    'listening',
+  );
+
+  let stopped: Promise<void> | undefined;
   return {
-    server,
     port,
-    policy,
-    close() {
-      closing ??= (async () => {
-        await new Promise<void>((resolve) => {
-          server.close(() => resolve());
-          server.closeIdleConnections();
-        });
+    adminPort,
+    metrics,
+    reloadPolicy: () => policy.reload('signal'),
+    shutdown() {
+      stopped ??= (async () => {
+        shuttingDown = true;
+        logger.info({ deadline_ms: config.shutdownTimeoutMs }, 'shutting down: draining requests in flight');
+        const drained = new Promise<void>((resolve) => server.close(() => resolve()));
+        server.closeIdleConnections();
+        let deadline: NodeJS.Timeout | undefined;
+        const timedOut = new Promise<'timeout'>((resolve) => (deadline = setTimeout(() => resolve('timeout'), config.shutdownTimeoutMs)));
+        if ((await Promise.race([drained, timedOut])) === 'timeout') {
+          logger.warn('shutdown deadline passed: closing the connections still open');
+          server.closeAllConnections();
+          await drained;
+        }
+        clearTimeout(deadline);
+        policy.close();
         resolver.close();
         agent.destroy();
         if (keyStore === undefined) await store.close();
+        admin.closeAllConnections();
+        await new Promise((resolve) => admin.close(resolve));
+        logger.info('stopped');
       })();
-      return closing;
+      return stopped;
     },
   };
 }

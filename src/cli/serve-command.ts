@@ -31,17 +31,20 @@ export async function serveCommand(args: string[]): Promise<void> {
   } catch (err) {
     if (err instanceof PolicyLoadError) throw new CommandError(`policy refused:\n${err.message}`);
     const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'EADDRINUSE') throw new CommandError(`PORT: ${config.port} is already in use on ${config.host}`);
+    if (code === 'EADDRINUSE') throw new CommandError(`PORT or ADMIN_PORT: already in use (${(err as Error).message})`);
     if (code === 'EADDRNOTAVAIL' || code === 'EAFNOSUPPORT') throw new CommandError(`HOST: cannot listen on ${config.host} (${code})`);
     if (code === 'EACCES') throw new CommandError(`PORT: not allowed to listen on ${config.port}`);
     throw err;
   }
   let stopping = false;
   const stop = (signal: string) => {
-    if (stopping) process.exit(1); // a second signal: stop now
+    if (stopping) {
+      logger.warn({ signal }, 'second signal: exiting now');
+      process.exit(1);
+    }
     stopping = true;
-    logger.info({ signal }, 'shutting down');
-    gateway.close().then(
+    logger.info({ signal }, 'signal received');
+    gateway.shutdown().then(
       () => process.exit(0),
       (err: unknown) => {
         logger.error({ err }, 'shutdown failed');
@@ -51,4 +54,5 @@ export async function serveCommand(args: string[]): Promise<void> {
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGHUP', () => void gateway.reloadPolicy());
 }

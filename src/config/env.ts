@@ -15,6 +15,9 @@ export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
 export const DEFAULT_POLICY_FILE = 'policies/acquirer-api.yaml';
 export const DEFAULT_UPSTREAM_TIMEOUT_MS = 30_000;
 export const DEFAULT_UPSTREAM_MAX_SOCKETS = 256;
+export const DEFAULT_ADMIN_PORT = 9090;
+export const DEFAULT_ADMIN_HOST = '127.0.0.1';
+export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 30_000;
 
 const integer = (min: number, max: number) =>
   z
@@ -73,10 +76,13 @@ const field = <T>(spec: FieldSpec<T>) => spec;
 export const CONFIG_FIELDS = {
   port: field({ env: 'PORT', default: String(DEFAULT_PORT), description: 'Public listener port (0: any free port).', schema: integer(0, 65535) }),
   host: field({ env: 'HOST', default: DEFAULT_HOST, description: 'Bind address, an IP literal (`::` is dual-stack).', schema: z.string().refine((h) => isIP(h) !== 0, 'must be an IPv4 or IPv6 address, e.g. :: or 127.0.0.1') }),
+  adminPort: field({ env: 'ADMIN_PORT', default: String(DEFAULT_ADMIN_PORT), description: 'Admin listener port: /metrics, /healthz, /readyz (0: any free port).', schema: integer(0, 65535) }),
+  adminHost: field({ env: 'ADMIN_HOST', default: DEFAULT_ADMIN_HOST, description: 'Admin bind address, an IP literal. Keep it off the public network.', schema: z.string().refine((h) => isIP(h) !== 0, 'must be an IPv4 or IPv6 address, e.g. 127.0.0.1') }),
   upstreamUrl: field({ env: 'UPSTREAM_URL', default: undefined, description: 'The statements service, as an origin (`http://host:port`). Required.', schema: httpOrigin, secret: true }),
   redisUrl: field({ env: 'REDIS_URL', default: DEFAULT_REDIS_URL, description: 'The key store.', schema: redisUrl, secret: true }),
   redisKeyPrefix: field({ env: 'REDIS_KEY_PREFIX', default: DEFAULT_REDIS_KEY_PREFIX, description: 'Namespace of every Redis key and channel the gateway uses.', schema: z.string().min(1, 'must not be empty') }),
   policyFile: field({ env: 'POLICY_FILE', default: DEFAULT_POLICY_FILE, description: 'The route policy.', schema: z.string().min(1, 'must not be empty') }),
+  policyWatch: field({ env: 'POLICY_WATCH', default: 'true', description: 'Reload the policy when its file changes (SIGHUP always reloads).', schema: z.enum(['true', 'false'], 'must be true or false').transform((v) => v === 'true') }),
   trustedProxies: field({ env: 'TRUSTED_PROXIES', default: '', description: 'Comma-separated IPs/CIDRs whose `X-Forwarded-For` is believed.', schema: cidrList }),
   upstreamTimeoutMs: field({ env: 'UPSTREAM_TIMEOUT_MS', default: String(DEFAULT_UPSTREAM_TIMEOUT_MS), description: 'Time allowed for the upstream to start answering (response headers); then 504.', schema: integer(1, 3_600_000) }),
   upstreamMaxSockets: field({ env: 'UPSTREAM_MAX_SOCKETS', default: String(DEFAULT_UPSTREAM_MAX_SOCKETS), description: 'Keep-alive connections to the upstream, at most.', schema: integer(1, 65535) }),
@@ -85,6 +91,7 @@ export const CONFIG_FIELDS = {
   keyCacheMaxEntries: field({ env: 'KEY_CACHE_MAX_ENTRIES', default: String(DEFAULT_KEY_CACHE_MAX_ENTRIES), description: 'Keys kept in-process, at most (least recently used go first). Unknown keys have a cache of the same size of their own.', schema: integer(1, 10_000_000) }),
   keyNegativeCacheTtlMs: field({ env: 'KEY_NEGATIVE_CACHE_TTL_MS', default: String(DEFAULT_NEGATIVE_CACHE_TTL_MS), description: 'How long an unknown key is remembered as unknown.', schema: integer(0, 3_600_000) }),
   keyOutageGraceMs: field({ env: 'KEY_OUTAGE_GRACE_MS', default: String(DEFAULT_OUTAGE_GRACE_MS), description: 'While Redis is unreachable, keys already cached keep working this long; then every request gets 503.', schema: integer(0, 3_600_000) }),
+  shutdownTimeoutMs: field({ env: 'SHUTDOWN_TIMEOUT_MS', default: String(DEFAULT_SHUTDOWN_TIMEOUT_MS), description: 'On SIGTERM/SIGINT, how long requests in flight (downloads too) may take to finish before connections are closed.', schema: integer(0, 3_600_000) }),
   logLevel: field({ env: 'LOG_LEVEL', default: 'info', description: 'fatal, error, warn, info, debug or silent.', schema: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'must be one of fatal, error, warn, info, debug, trace, silent') }),
 } as const;
 

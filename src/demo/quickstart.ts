@@ -32,7 +32,7 @@ async function main(): Promise<void> {
     keys.set(acquirer, key);
   }
 
-  const config = loadConfig({ LOG_LEVEL: 'warn', ...process.env, UPSTREAM_URL: `http://127.0.0.1:${upstreamPort}` });
+  const config = loadConfig({ LOG_LEVEL: 'warn', ADMIN_PORT: '0', ...process.env, UPSTREAM_URL: `http://127.0.0.1:${upstreamPort}` });
   const gateway = await startGateway(config, { logger: createLogger(config.logLevel), keyStore: store });
   const base = `http://127.0.0.1:${gateway.port}`;
   const alpha = keys.get('acq_alpha')!;
@@ -40,7 +40,8 @@ async function main(): Promise<void> {
   const alphaStatement = statements.find((s) => s.acquirerId === 'acq_alpha')!;
 
   process.stdout.write(`
-acquirer-gateway quickstart: gateway on ${base}, sample statements service on 127.0.0.1:${upstreamPort}
+acquirer-gateway quickstart: gateway on ${base}, sample statements service on 127.0.0.1:${upstreamPort},
+metrics on http://127.0.0.1:${gateway.adminPort}/metrics
 (in-memory keys, nothing is written anywhere; Ctrl-C stops everything)
 
 # acq_alpha lists its End-of-Day statements
@@ -67,7 +68,7 @@ curl -si ${base}/v1/acquirer/eod_statements
     if (stopping) process.exit(1);
     stopping = true;
     upstream.closeAllConnections();
-    Promise.all([gateway.close(), new Promise((resolve) => upstream.close(resolve))]).then(() => process.exit(0));
+    Promise.all([gateway.shutdown(), new Promise((resolve) => upstream.close(resolve))]).then(() => process.exit(0));
   };
   process.on('SIGINT', stop);
   process.on('SIGTERM', stop);

@@ -42,7 +42,13 @@ export interface KeyResolverOptions {
   /** While the store is unreachable, cached valid keys keep working for this long, then fail closed. */
   readonly outageGraceMs?: number;
   readonly now?: () => number;
+  /** Told where each resolution was answered, for metrics. */
+  readonly onResolution?: (layer: 'memory' | 'redis', result: KeyResolutionResult) => void;
+  /** Told when the store's health changes (as far as this resolver can tell), for readiness and metrics. */
+  readonly onStoreHealth?: (healthy: boolean) => void;
 }
+
+export type KeyResolutionResult = 'hit' | 'negative_hit' | 'coalesced' | 'miss' | 'error';
 
 type CachedVerdict = { readonly verdict: KeyVerdict; readonly fetchedAt: number };
 
@@ -74,6 +80,8 @@ export class KeyResolver {
   readonly #negativeTtlMs: number;
   readonly #outageGraceMs: number;
   readonly #now: () => number;
+  readonly #onResolution: NonNullable<KeyResolverOptions['onResolution']>;
+  readonly #onStoreHealth: NonNullable<KeyResolverOptions['onStoreHealth']>;
   readonly #known: LRUCache<string, CachedVerdict>;
   readonly #unknown: LRUCache<string, number>;
   readonly #inFlight = new Map<string, Promise<KeyVerdict>>();
@@ -91,6 +99,8 @@ export class KeyResolver {
     this.#negativeTtlMs = options.negativeTtlMs ?? DEFAULT_NEGATIVE_CACHE_TTL_MS;
     this.#outageGraceMs = options.outageGraceMs ?? DEFAULT_OUTAGE_GRACE_MS;
     this.#now = options.now ?? Date.now;
+    this.#onResolution = options.onResolution ?? (() => {});
+    this.#onStoreHealth = options.onStoreHealth ?? (() => {});
     this.#known = new LRUCache({ max: options.maxEntries ?? DEFAULT_KEY_CACHE_MAX_ENTRIES });
     this.#unknown = new LRUCache({ max: options.negativeMaxEntries ?? DEFAULT_NEGATIVE_CACHE_MAX_ENTRIES });
     this.#unwatch = store.watch((event) => this.#onStoreEvent(event));
@@ -101,20 +111,36 @@ export class KeyResolver {
     const now = this.#now();
     const cached = this.#known.get(keyHash);
     if (cached !== undefined) {
-      if (cached.verdict.kind === 'disabled') return cached.verdict;
+      if (cached.verdict.kind === 'disabled') {
+        this.#onResolution('memory', 'hit');
+        return cached.verdict;
+      }
       const outageStart = this.#outageStart();
       const trusted = outageStart === null ? now - cached.fetchedAt < this.#ttlMs : now - outageStart < this.#outageGraceMs;
-      if (trusted) return cached.verdict;
+      if (trusted) {
+        this.#onResolution('memory', 'hit');
+        return cached.verdict;
+      }
       // Expired, or an outage outlived the grace period (a disable may have been missed): ask again.
     }
     const unknownAt = this.#unknown.get(keyHash);
-    if (unknownAt !== undefined && now - unknownAt < this.#negativeTtlMs) return UNKNOWN;
+    if (unknownAt !== undefined && now - unknownAt < this.#negativeTtlMs) {
+      this.#onResolution('memory', 'negative_hit');
+      return UNKNOWN;
+    }
     return this.#lookup(keyHash, cached);
   }
 
-  /** Whether the store is currently answering; for readiness. */
+  /** Whether the store is currently answering and notifying; for readiness. */
   get storeAvailable(): boolean {
     return this.#outageStart() === null;
+  }
+
+  #setFailing(failing: boolean): void {
+    const before = this.storeAvailable;
+    if (failing) this.#failingSince ??= this.#now();
+    else this.#failingSince = null;
+    if (this.storeAvailable !== before) this.#onStoreHealth(this.storeAvailable);
   }
 
   close(): void {
@@ -129,18 +155,23 @@ export class KeyResolver {
 
   #lookup(keyHash: string, stale: CachedVerdict | undefined): Promise<KeyVerdict> {
     const pending = this.#inFlight.get(keyHash);
-    if (pending !== undefined) return pending;
+    if (pending !== undefined) {
+      this.#onResolution('memory', 'coalesced');
+      return pending;
+    }
     const generation = this.#generation;
     const lookup = this.#store.findByHash(keyHash).then(
       (record) => {
-        this.#failingSince = null;
+        this.#setFailing(false);
+        this.#onResolution('redis', record === null ? 'miss' : 'hit');
         const verdict = toVerdict(record);
         if (generation === this.#generation) this.#remember(keyHash, verdict);
         return verdict;
       },
       (err: unknown) => {
         const now = this.#now();
-        this.#failingSince ??= now;
+        this.#setFailing(true);
+        this.#onResolution('redis', 'error');
         const outageStart = this.#outageStart() ?? now;
         // An expired entry may stand in briefly: a blip in Redis must not log every client out.
         if (stale !== undefined && now - outageStart < this.#outageGraceMs) return stale.verdict;
@@ -178,10 +209,13 @@ export class KeyResolver {
         this.#unknown.clear();
         this.#inFlight.clear();
         break;
-      case 'health':
+      case 'health': {
+        const before = this.storeAvailable;
         if (event.healthy) this.#storeDownSince = null;
         else this.#storeDownSince ??= this.#now();
+        if (this.storeAvailable !== before || !event.healthy) this.#onStoreHealth(this.storeAvailable);
         break;
+      }
     }
   }
 }

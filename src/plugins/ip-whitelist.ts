@@ -17,6 +17,7 @@ export function createIpWhitelist({ trustedProxies }: IpWhitelistDeps): RequestH
     if (allowlist !== null) {
       const forwardedFor = req.headers['x-forwarded-for'];
       const client = resolveClientAddress(req.socket.remoteAddress, typeof forwardedFor === 'string' ? forwardedFor : undefined, trustedProxies);
+      res.locals.clientAddress = client?.toString() ?? null;
       if (client === null || !allowlist.contains(client)) throw new GatewayError('IP_NOT_ALLOWED');
     }
     next();

@@ -37,13 +37,14 @@ function connectionTokens(value: string | string[] | undefined): Set<string> {
 
 /**
  * The headers sent upstream for an allowed request: the client's, minus everything above and any
- * spelling of the identity header, plus the identity header set once from the key.
+ * spelling of the identity header, plus the identity header set once from the key and the request id.
  * Pure; `acquirerHeader` is lower case.
  */
 export function buildUpstreamHeaders(
   incoming: IncomingHttpHeaders,
   acquirerHeader: string,
   acquirerId: string,
+  requestId: string,
 ): OutgoingHttpHeaders {
   const identity = foldName(acquirerHeader);
   const nominated = connectionTokens(incoming.connection);
@@ -54,16 +55,18 @@ export function buildUpstreamHeaders(
     outgoing[name] = incoming[name];
   }
   outgoing[acquirerHeader] = acquirerId;
+  outgoing['x-request-id'] = requestId; // the one the gateway logged, whatever the client sent
   return outgoing;
 }
 
-/** Response headers passed back to the client: the upstream's, minus hop-by-hop ones. */
-export function buildClientHeaders(upstream: IncomingHttpHeaders): OutgoingHttpHeaders {
+/** Response headers passed back to the client: the upstream's, minus hop-by-hop ones, with our request id. */
+export function buildClientHeaders(upstream: IncomingHttpHeaders, requestId: string): OutgoingHttpHeaders {
   const nominated = connectionTokens(upstream.connection);
   const outgoing: OutgoingHttpHeaders = {};
   for (const name of Object.keys(upstream)) {
     if (HOP_BY_HOP.has(name) || nominated.has(name)) continue;
     outgoing[name] = upstream[name];
   }
+  outgoing['x-request-id'] = requestId;
   return outgoing;
 }

@@ -8,6 +8,7 @@ import { ERROR_CODES } from '../errors/codes.js';
 import { sendError } from '../errors/error-response.js';
 import type { Logger } from '../logger.js';
 import { buildClientHeaders, buildUpstreamHeaders } from './forward-headers.js';
+import { classifyUpstreamError } from './upstream-errors.js';
 
 export interface UpstreamProxyOptions {
   /** Origin of the statements service. */
@@ -26,6 +27,7 @@ export function createUpstreamAgent(target: string, maxSockets: number): http.Ag
 
 interface InFlight {
   timer: NodeJS.Timeout | undefined;
+  startedAt: bigint;
   proxyReq: ClientRequest | undefined;
   /** The response status is decided (upstream headers arrived, or the gateway answered with an error). */
   answered: boolean;
@@ -97,6 +99,7 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): RequestHandl
       clearTimeout(state.timer);
       state.answered = true;
       const locals = (res as Response).locals;
+      locals.upstreamMs = Number(process.hrtime.bigint() - state.startedAt) / 1e6;
       const mapped = mapUpstreamStatus(proxyRes.statusCode ?? 502, locals.policy.upstreamStatusMap);
       if (mapped !== null) {
         discard(proxyRes);
@@ -105,7 +108,7 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): RequestHandl
         return;
       }
       try {
-        res.writeHead(proxyRes.statusCode!, buildClientHeaders(proxyRes.headers));
+        res.writeHead(proxyRes.statusCode!, buildClientHeaders(proxyRes.headers, locals.requestId));
       } catch (err) {
         // Headers Node will not send on (e.g. invalid characters): the answer is unusable, not fatal.
         proxyRes.destroy();
@@ -124,6 +127,7 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): RequestHandl
       if (state !== undefined && !state.answered) {
         clearTimeout(state.timer);
         state.answered = true;
+        (res as Response).locals.upstreamErrorKind = classifyUpstreamError(err);
         fail(res, 'UPSTREAM_UNREACHABLE', err);
       } else if (!res.writableEnded) {
         // The body was streaming when the upstream failed: cut the connection so the client sees
@@ -145,11 +149,12 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): RequestHandl
   return function upstreamProxy(req, res, next) {
     // The client may have left while its key was looked up: nothing to forward on its behalf.
     if (req.socket.destroyed) return;
-    const { policy, key } = res.locals;
-    req.headers = buildUpstreamHeaders(req.headers, policy.acquirerHeader, key!.acquirerId) as typeof req.headers;
-    const state: InFlight = { timer: undefined, proxyReq: undefined, answered: false };
+    const { policy, key, requestId } = res.locals;
+    req.headers = buildUpstreamHeaders(req.headers, policy.acquirerHeader, key!.acquirerId, requestId) as typeof req.headers;
+    const state: InFlight = { timer: undefined, startedAt: process.hrtime.bigint(), proxyReq: undefined, answered: false };
     state.timer = setTimeout(() => {
       state.answered = true;
+      res.locals.upstreamErrorKind = 'timeout';
       state.proxyReq?.destroy();
       fail(res, 'UPSTREAM_TIMEOUT');
     }, options.timeoutMs);

@@ -4,6 +4,7 @@ import { generateKey, hashKey, type ApiKeyRecord } from '../../src/keys/api-key.
 import { KeyResolver } from '../../src/keys/key-resolver.js';
 import { MemoryKeyStore } from '../../src/keys/memory-key-store.js';
 import { silentLogger } from '../../src/logger.js';
+import { createMetrics } from '../../src/observability/metrics.js';
 import type { IpAllowlist } from '../../src/net/ip-allowlist.js';
 import type { CompiledPolicy } from '../../src/policy/compile.js';
 import { newRecord } from './key-store-contract.js';
@@ -35,6 +36,7 @@ export async function createTestApp(options: {
     trustedProxies: options.trustedProxies ?? null,
     upstream: { url: options.upstreamUrl, timeoutMs: options.upstreamTimeoutMs ?? 5000, agent },
     logger: silentLogger,
+    metrics: createMetrics(),
   });
   return {
     app,

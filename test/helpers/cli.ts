@@ -40,6 +40,7 @@ export async function createKey(
 export interface ServeProcess {
   readonly port: number;
   readonly url: string;
+  readonly adminUrl: string;
   readonly child: ChildProcess;
   readonly logLines: string[];
   stop(signal?: NodeJS.Signals): Promise<number | null>;
@@ -47,7 +48,7 @@ export interface ServeProcess {
 
 export async function startServe(env: Record<string, string>): Promise<ServeProcess> {
   const child = spawn(process.execPath, [CLI, 'serve'], {
-    env: { PATH: process.env.PATH, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env },
+    env: { PATH: process.env.PATH, PORT: '0', HOST: '127.0.0.1', ADMIN_PORT: '0', LOG_LEVEL: 'info', ...env },
   });
   const logLines: string[] = [];
   let buffered = '';
@@ -60,12 +61,12 @@ export async function startServe(env: Record<string, string>): Promise<ServeProc
   });
   child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const port = await waitFor(
+  const { port, admin_port: adminPort } = await waitFor(
     () => {
       if (child.exitCode !== null) throw new Error(`serve exited with ${child.exitCode}: ${stderr}`);
       for (const line of logLines) {
-        const entry = JSON.parse(line) as { msg?: string; port?: number };
-        if (entry.msg === 'listening') return entry.port;
+        const entry = JSON.parse(line) as { msg?: string; port: number; admin_port: number };
+        if (entry.msg === 'listening') return entry;
       }
       return undefined;
     },
@@ -74,6 +75,7 @@ export async function startServe(env: Record<string, string>): Promise<ServeProc
   return {
     port,
     url: `http://127.0.0.1:${port}`,
+    adminUrl: `http://127.0.0.1:${adminPort}`,
     child,
     logLines,
     async stop(signal = 'SIGTERM') {

@@ -143,3 +143,45 @@ describe('serve refuses to start on bad input', () => {
     );
   });
 });
+
+describe('policy check, diff and routes', () => {
+  it('check: exit 0 with a summary for a valid policy', async () => {
+    const result = await runCli(['policy', 'check', 'policies/acquirer-api.yaml']);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(/^policies\/acquirer-api\.yaml: ok \(4 routes, 21 permissions, sha256 [0-9a-f]{64}\)\n$/);
+  });
+
+  it('check: exit 1 with one file:line:column: reason line per problem', async () => {
+    const result = await runCli(['policy', 'check', 'test/fixtures/policies/ambiguous.yaml']);
+    expect(result.code).toBe(1);
+    expect(result.stdout).toBe('');
+    const lines = result.stderr.trim().split('\n');
+    expect(lines).toHaveLength(4);
+    for (const line of lines) expect(line).toMatch(/^test\/fixtures\/policies\/ambiguous\.yaml:\d+:\d+: routes\.\d\.path: GET /);
+  });
+
+  it('check: uses POLICY_FILE when no file is given', async () => {
+    const result = await runCli(['policy', 'check'], { POLICY_FILE: 'test/fixtures/policies/unknown-field.yaml' });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toBe('test/fixtures/policies/unknown-field.yaml:10:5: routes.0.cache: unknown field "cache"\n');
+  });
+
+  it('diff: Markdown for a reviewer', async () => {
+    const result = await runCli(['policy', 'diff', 'test/fixtures/policies/diff/old.yaml', 'test/fixtures/policies/diff/new.yaml']);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain('### Routes added (new access)');
+    expect(result.stdout).toContain('- `GET /v1/acquirer/eod_statements`: **removed `eod_read`: loosens access**');
+  });
+
+  it('diff and routes: usage errors exit 2, invalid policies exit 1', async () => {
+    expect((await runCli(['policy', 'diff', 'policies/acquirer-api.yaml'])).code).toBe(2);
+    expect((await runCli(['policy', 'routes', 'test/fixtures/policies/bad-template.yaml'])).code).toBe(1);
+    expect((await runCli(['policy', 'frobnicate'])).code).toBe(2);
+  });
+
+  it('routes: the effective route table', async () => {
+    const result = await runCli(['policy', 'routes', 'policies/acquirer-api.yaml']);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain('| `eod_statement_download` | GET | `/v1/acquirer/eod_statements/:statement_id.csv` | statement_id: uuid | `eod_list`, `eod_read` | upstream |');
+  });
+});

@@ -5,6 +5,7 @@ import { generateKey, hashKey, type ApiKeyRecord } from '../../src/keys/api-key.
 import { KeyResolver } from '../../src/keys/key-resolver.js';
 import { MemoryKeyStore } from '../../src/keys/memory-key-store.js';
 import { silentLogger } from '../../src/logger.js';
+import { createMetrics } from '../../src/observability/metrics.js';
 import { bearer, request } from '../helpers/http.js';
 import { newRecord } from '../helpers/key-store-contract.js';
 import { shippedPolicy } from '../helpers/policy.js';
@@ -43,6 +44,7 @@ beforeAll(async () => {
     trustedProxies: null,
     upstream: { url: upstream.url, timeoutMs: 5000, agent },
     logger: silentLogger,
+    metrics: createMetrics(),
   });
   server = http.createServer(app);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));

@@ -13,8 +13,9 @@ describe('buildUpstreamHeaders', () => {
       },
       'x-acquirer-id',
       'acq_1',
+      'req-1',
     );
-    expect(out).toEqual({ accept: 'application/json', 'x-acquirer-id': 'acq_1' });
+    expect(out).toEqual({ accept: 'application/json', 'x-acquirer-id': 'acq_1', 'x-request-id': 'req-1' });
   });
 
   it('drops the credential, hop-by-hop headers, forwarding claims and overrides', () => {
@@ -39,18 +40,20 @@ describe('buildUpstreamHeaders', () => {
         'x-rewrite-url': '/admin',
         'x-http-method-override': 'DELETE',
         expect: '100-continue',
+        'x-request-id': 'client-chosen',
         'user-agent': 'curl/8',
         accept: '*/*',
       },
       'x-acquirer-id',
       'acq_1',
+      'req-1',
     );
-    expect(out).toEqual({ 'user-agent': 'curl/8', accept: '*/*', 'x-acquirer-id': 'acq_1' });
+    expect(out).toEqual({ 'user-agent': 'curl/8', accept: '*/*', 'x-acquirer-id': 'acq_1', 'x-request-id': 'req-1' });
   });
 
   it('a Connection header cannot nominate the identity header away after it is set', () => {
-    const out = buildUpstreamHeaders({ connection: 'x-acquirer-id' }, 'x-acquirer-id', 'acq_1');
-    expect(out).toEqual({ 'x-acquirer-id': 'acq_1' });
+    const out = buildUpstreamHeaders({ connection: 'x-acquirer-id' }, 'x-acquirer-id', 'acq_1', 'req-1');
+    expect(out).toEqual({ 'x-acquirer-id': 'acq_1', 'x-request-id': 'req-1' });
   });
 });
 
@@ -65,8 +68,9 @@ describe('buildClientHeaders', () => {
         'keep-alive': 'timeout=1',
         'transfer-encoding': 'chunked',
         'set-cookie': ['a=1', 'b=2'],
-      }),
-    ).toEqual({ 'content-type': 'text/csv', 'content-length': '10', 'set-cookie': ['a=1', 'b=2'] });
+        'x-request-id': 'from-upstream',
+      }, 'req-1'),
+    ).toEqual({ 'content-type': 'text/csv', 'content-length': '10', 'set-cookie': ['a=1', 'b=2'], 'x-request-id': 'req-1' });
   });
 });
 

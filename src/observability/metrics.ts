@@ -1,0 +1,105 @@
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+/**
+ * Every metric the gateway exports, on one registry per gateway instance. Label values are closed
+ * sets (route ids from the policy, a fixed list of reasons and kinds, statuses, known methods):
+ * never a raw path, a key, a key id or a client address, so cardinality stays bounded whatever
+ * clients send.
+ */
+export interface GatewayMetrics {
+  readonly registry: Registry;
+  readonly requests: Counter<'route' | 'method' | 'status'>;
+  readonly requestDuration: Histogram<'route'>;
+  readonly denials: Counter<'reason'>;
+  readonly keyResolutions: Counter<'layer' | 'result'>;
+  readonly upstreamDuration: Histogram<'route'>;
+  readonly upstreamErrors: Counter<'kind'>;
+  readonly upstreamStatusMapped: Counter<'route' | 'upstream_status' | 'status'>;
+  readonly policyInfo: Gauge<'hash'>;
+  readonly policyReloads: Counter<'result'>;
+  readonly keyStoreUp: Gauge;
+}
+
+/** Resolves sub-millisecond gateway overhead as well as multi-minute downloads. */
+export const DURATION_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
+
+/** Route label for requests no route matched (unknown, non-canonical, refused before routing). */
+export const UNMATCHED_ROUTE = 'unmatched';
+
+const KNOWN_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
+
+/** Method label: a client may send any token as a method; anything unusual shares one value. */
+export function methodLabel(method: string | undefined): string {
+  return method !== undefined && KNOWN_METHODS.has(method) ? method : 'OTHER';
+}
+
+export function createMetrics(): GatewayMetrics {
+  const registry = new Registry();
+  const prefix = 'acquirer_gateway_';
+  collectDefaultMetrics({ register: registry, prefix });
+  const registers = [registry];
+  return {
+    registry,
+    requests: new Counter({
+      name: `${prefix}requests_total`,
+      help: 'Requests answered, by policy route id (or "unmatched"), method and status.',
+      labelNames: ['route', 'method', 'status'],
+      registers,
+    }),
+    requestDuration: new Histogram({
+      name: `${prefix}request_duration_seconds`,
+      help: 'Time from request to the end of the response, by route.',
+      labelNames: ['route'],
+      buckets: DURATION_BUCKETS,
+      registers,
+    }),
+    denials: new Counter({
+      name: `${prefix}denials_total`,
+      help: 'Requests refused by the gateway, by reason.',
+      labelNames: ['reason'],
+      registers,
+    }),
+    keyResolutions: new Counter({
+      name: `${prefix}key_resolutions_total`,
+      help: 'API key lookups by layer (memory, redis) and result (hit, negative_hit, coalesced, miss, error).',
+      labelNames: ['layer', 'result'],
+      registers,
+    }),
+    upstreamDuration: new Histogram({
+      name: `${prefix}upstream_duration_seconds`,
+      help: 'Time until the upstream answered with response headers, by route.',
+      labelNames: ['route'],
+      buckets: DURATION_BUCKETS,
+      registers,
+    }),
+    upstreamErrors: new Counter({
+      name: `${prefix}upstream_errors_total`,
+      help: 'Upstream requests that failed, by kind (refused, reset, timeout, unresolvable, protocol, other).',
+      labelNames: ['kind'],
+      registers,
+    }),
+    upstreamStatusMapped: new Counter({
+      name: `${prefix}upstream_status_mapped_total`,
+      help: 'Upstream error statuses replaced by a gateway error, by route, upstream status and status sent.',
+      labelNames: ['route', 'upstream_status', 'status'],
+      registers,
+    }),
+    policyInfo: new Gauge({
+      name: `${prefix}policy_info`,
+      help: 'The loaded policy, by the SHA-256 of its file; always 1.',
+      labelNames: ['hash'],
+      registers,
+    }),
+    policyReloads: new Counter({
+      name: `${prefix}policy_reloads_total`,
+      help: 'Policy reload attempts by result (success, failure).',
+      labelNames: ['result'],
+      registers,
+    }),
+    keyStoreUp: new Gauge({
+      name: `${prefix}key_store_up`,
+      help: '1 while Redis answers and key change notices are subscribed, else 0.',
+      registers,
+    }),
+  };
+}

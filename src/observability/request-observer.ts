@@ -1,0 +1,77 @@
+import { randomUUID } from 'node:crypto';
+import type { RequestHandler, Response } from 'express';
+import { ERROR_CODES } from '../errors/codes.js';
+import type { Logger } from '../logger.js';
+import { resolveClientAddress } from '../net/client-address.js';
+import type { IpAllowlist } from '../net/ip-allowlist.js';
+import type { CompiledPolicy } from '../policy/compile.js';
+import { methodLabel, UNMATCHED_ROUTE, type GatewayMetrics } from './metrics.js';
+import { redactSecrets } from './redact.js';
+
+/** An incoming request id is kept only if it is short and plain: it goes into logs and upstream. */
+const VALID_REQUEST_ID = /^[A-Za-z0-9._:@-]{1,128}$/;
+
+export interface RequestObserverDeps {
+  readonly policy: () => CompiledPolicy;
+  readonly metrics: GatewayMetrics;
+  readonly logger: Logger;
+  readonly trustedProxies: IpAllowlist | null;
+}
+
+function clientAddress(res: Response, req: Parameters<RequestHandler>[0], trusted: IpAllowlist | null): string | null {
+  if (res.locals.clientAddress !== undefined) return res.locals.clientAddress;
+  const forwardedFor = req.headers['x-forwarded-for'];
+  const address = resolveClientAddress(req.socket.remoteAddress, typeof forwardedFor === 'string' ? forwardedFor : undefined, trusted);
+  return address?.toString() ?? null;
+}
+
+/**
+ * The first middleware: fixes the policy the request is judged by, gives it a request id, and when
+ * the response is over records its metrics and writes its one access log line.
+ */
+export function createRequestObserver({ policy, metrics, logger, trustedProxies }: RequestObserverDeps): RequestHandler {
+  return function requestObserver(req, res, next) {
+    const locals = res.locals;
+    locals.startedAt = process.hrtime.bigint();
+    locals.policy = policy();
+    const incoming = req.headers['x-request-id'];
+    locals.requestId = typeof incoming === 'string' && VALID_REQUEST_ID.test(incoming) ? incoming : randomUUID();
+    res.setHeader('x-request-id', locals.requestId);
+
+    res.once('close', () => {
+      const seconds = Number(process.hrtime.bigint() - locals.startedAt) / 1e9;
+      const route = locals.route?.id ?? UNMATCHED_ROUTE;
+      // A response cut before its headers went out never reached the client with any status.
+      const status = res.headersSent ? res.statusCode : 0;
+      metrics.requests.inc({ route, method: methodLabel(req.method), status: String(status) });
+      metrics.requestDuration.observe({ route }, seconds);
+      const code = locals.errorCode;
+      const definition = code === undefined ? undefined : ERROR_CODES[code];
+      if (definition !== undefined && definition.status < 500) metrics.denials.inc({ reason: definition.reason });
+      if (locals.upstreamMs !== undefined) metrics.upstreamDuration.observe({ route }, locals.upstreamMs / 1000);
+      if (locals.upstreamErrorKind !== undefined) metrics.upstreamErrors.inc({ kind: locals.upstreamErrorKind });
+      if (locals.upstreamStatus !== undefined) {
+        metrics.upstreamStatusMapped.inc({ route, upstream_status: String(locals.upstreamStatus), status: String(status) });
+      }
+      const line = {
+        request_id: locals.requestId,
+        method: req.method,
+        path: redactSecrets(req.url.length > 512 ? req.url.slice(0, 512) + '…' : req.url),
+        route: locals.route?.id ?? null,
+        status,
+        decision: definition?.reason ?? (status === 0 ? 'aborted' : 'allowed'),
+        code: code ?? null,
+        acquirer_id: locals.key?.acquirerId ?? null,
+        key_id: locals.key?.id ?? null,
+        client: clientAddress(res, req, trustedProxies),
+        duration_ms: Math.round(seconds * 1e6) / 1e3,
+        upstream_ms: locals.upstreamMs ?? null,
+        upstream_status: locals.upstreamStatus ?? null,
+        completed: res.writableFinished,
+      };
+      if (status >= 500 || status === 0) logger.warn(line, 'request');
+      else logger.info(line, 'request');
+    });
+    next();
+  };
+}

@@ -1,0 +1,13 @@
+/** How an upstream request failed; a metric label, so a closed set. */
+export type UpstreamErrorKind = 'refused' | 'reset' | 'timeout' | 'unresolvable' | 'protocol' | 'other';
+
+/** Classifies a socket or parser error from the upstream request. Pure. */
+export function classifyUpstreamError(err: unknown): UpstreamErrorKind {
+  const code = (err as NodeJS.ErrnoException | undefined)?.code ?? '';
+  if (code === 'ECONNREFUSED') return 'refused';
+  if (code === 'ECONNRESET' || code === 'EPIPE' || code === 'ECONNABORTED') return 'reset';
+  if (code === 'ETIMEDOUT' || code === 'ESOCKETTIMEDOUT') return 'timeout';
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return 'unresolvable';
+  if (code.startsWith('HPE_') || code === 'ERR_HTTP_INVALID_STATUS_CODE' || code === 'ERR_INVALID_CHAR') return 'protocol';
+  return 'other';
+}

@@ -1,0 +1,303 @@
+import { copyFileSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { createKey, runCli, startServe, type ServeProcess } from '../helpers/cli.js';
+import { bearer, request } from '../helpers/http.js';
+import { STATEMENT_ID } from '../helpers/policy.js';
+import { startTestRedis, type TestRedis } from '../helpers/redis.js';
+import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
+import { startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
+import { waitFor } from '../helpers/wait.js';
+
+/**
+ * The gateway as a platform team runs it: metrics, health and readiness on the admin listener,
+ * policy reloads, graceful shutdown, and logs that never hold a key.
+ */
+const LIST = '/v1/acquirer/eod_statements';
+const CSV = `/v1/acquirer/eod_statements/${STATEMENT_ID}.csv`;
+const PERMISSIONS = '/v1/acquirer/api_keys/permissions';
+
+let redis: TestRedis;
+let relay: TcpProxy;
+let upstream: RecordingUpstream;
+let env: Record<string, string>;
+let policyDir: string;
+let policyFile: string;
+const allLogLines: string[] = [];
+const secrets: string[] = [];
+/** Releases the slow download the shutdown test holds open. */
+let finishSlow: (() => void) | undefined;
+
+function metricValue(text: string, name: string, labels: Record<string, string> = {}): number {
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(name + '{') && !line.startsWith(name + ' ')) continue;
+    const [series, value] = [line.slice(0, line.lastIndexOf(' ')), line.slice(line.lastIndexOf(' ') + 1)];
+    if (Object.entries(labels).every(([k, v]) => series.includes(`${k}="${v}"`))) return Number(value);
+  }
+  return 0;
+}
+
+const adminGet = async (g: ServeProcess, p: string) => request(g.adminUrl, p);
+const metricsText = async (g: ServeProcess) => (await adminGet(g, '/metrics')).body.toString();
+
+beforeAll(async () => {
+  redis = await startTestRedis();
+  relay = await startTcpProxy(redis.url);
+  upstream = await startUpstream();
+  upstream.handle((req, res) => {
+    if (req.url!.startsWith(CSV)) {
+      // A download that stays open until the test lets it finish.
+      res.writeHead(200, { 'content-type': 'text/csv' });
+      res.write('first,part\r\n');
+      finishSlow = () => res.end('last,part\r\n');
+      return;
+    }
+    if (req.url!.includes('missing')) {
+      res.writeHead(404, { 'content-type': 'text/plain' });
+      res.end('nope');
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end('{"eod_statements":[]}');
+  });
+  env = { REDIS_URL: redis.url, REDIS_KEY_PREFIX: redis.prefix };
+  policyDir = mkdtempSync(path.join(tmpdir(), 'agw-policy-'));
+  policyFile = path.join(policyDir, 'policy.yaml');
+  copyFileSync('policies/acquirer-api.yaml', policyFile);
+}, 30_000);
+
+afterAll(async () => {
+  await relay.close();
+  await upstream.close();
+  await redis.stop();
+});
+
+async function serve(extra: Record<string, string> = {}): Promise<ServeProcess> {
+  const g = await startServe({ REDIS_URL: relay.url, REDIS_KEY_PREFIX: redis.prefix, UPSTREAM_URL: upstream.url, POLICY_FILE: policyFile, LOG_LEVEL: 'debug', ...extra });
+  await waitFor(async () => (await adminGet(g, '/readyz')).status === 200, { what: 'readiness' });
+  return g;
+}
+
+describe('metrics, health and readiness', () => {
+  let g: ServeProcess;
+  let key: string;
+  let keyId: string;
+  beforeAll(async () => {
+    g = await serve();
+    const created = await createKey(env, { acquirer: 'acq_1', permissions: ['eod_list', 'eod_read'] });
+    key = created.key;
+    keyId = created.id;
+    secrets.push(created.key);
+  });
+  afterAll(async () => {
+    await g.stop();
+    allLogLines.push(...g.logLines);
+  });
+
+  it('counts a scripted mix of requests by route, method, status and reason, with bounded labels', async () => {
+    const unknownKey = `acquirer_key_${'U'.repeat(43)}`;
+    secrets.push(unknownKey);
+    const sends: [string, http.OutgoingHttpHeaders, number][] = [
+      [LIST, bearer(key), 200],
+      [LIST, bearer(key), 200],
+      [`${LIST}?page=2`, bearer(key), 200],
+      [`/v1/acquirer/eod_statements/by_date/2026-01-01.csv?missing`, bearer(key), 404],
+      [PERMISSIONS, bearer(key), 200],
+      [LIST, {}, 401],
+      [LIST, bearer(unknownKey), 401],
+      [LIST, bearer(unknownKey), 401],
+      [`/v1/acquirer/random/${Math.random()}`, bearer(key), 404],
+      [`/v1/acquirer//eod_statements?key=${key}`, bearer(key), 404],
+    ];
+    for (const [p, headers, status] of sends) expect((await request(g.url, p, headers)).status).toBe(status);
+    const text = await metricsText(g);
+    const requests = (labels: Record<string, string>) => metricValue(text, 'acquirer_gateway_requests_total', labels);
+    expect(requests({ route: 'eod_statements_list', method: 'GET', status: '200' })).toBe(3);
+    expect(requests({ route: 'eod_statement_download_by_date', method: 'GET', status: '404' })).toBe(1);
+    expect(requests({ route: 'api_keys_permissions', method: 'GET', status: '200' })).toBe(1);
+    expect(requests({ route: 'unmatched', method: 'GET', status: '401' })).toBe(3);
+    expect(requests({ route: 'unmatched', method: 'GET', status: '404' })).toBe(2);
+    expect(metricValue(text, 'acquirer_gateway_denials_total', { reason: 'missing_key' })).toBe(1);
+    expect(metricValue(text, 'acquirer_gateway_denials_total', { reason: 'invalid_key' })).toBe(2);
+    // The unknown route only: a mapped upstream 404 is the upstream's answer, counted as mapped below.
+    expect(metricValue(text, 'acquirer_gateway_denials_total', { reason: 'not_found' })).toBe(1);
+    expect(metricValue(text, 'acquirer_gateway_denials_total', { reason: 'non_canonical_path' })).toBe(1);
+    expect(metricValue(text, 'acquirer_gateway_upstream_status_mapped_total', { route: 'eod_statement_download_by_date', upstream_status: '404', status: '404' })).toBe(1);
+    expect(metricValue(text, 'acquirer_gateway_key_resolutions_total', { layer: 'redis', result: 'hit' })).toBe(1);
+    expect(metricValue(text, 'acquirer_gateway_key_resolutions_total', { layer: 'memory', result: 'hit' })).toBeGreaterThanOrEqual(6);
+    expect(metricValue(text, 'acquirer_gateway_key_resolutions_total', { layer: 'redis', result: 'miss' })).toBe(1);
+    expect(metricValue(text, 'acquirer_gateway_key_resolutions_total', { layer: 'memory', result: 'negative_hit' })).toBe(1);
+    expect(metricValue(text, 'acquirer_gateway_request_duration_seconds_count', { route: 'eod_statements_list' })).toBe(3);
+    expect(text).toMatch(/acquirer_gateway_request_duration_seconds_bucket\{le="0\.0005",route="eod_statements_list"\}/);
+    expect(metricValue(text, 'acquirer_gateway_upstream_duration_seconds_count', { route: 'eod_statements_list' })).toBe(3);
+    expect(metricValue(text, 'acquirer_gateway_key_store_up')).toBe(1);
+    expect(text).toMatch(/^acquirer_gateway_process_cpu_seconds_total /m);
+    const hash = (await runCli(['policy', 'check', policyFile])).stdout.match(/sha256 ([0-9a-f]{64})/)![1];
+    expect(metricValue(text, 'acquirer_gateway_policy_info', { hash: hash! })).toBe(1);
+    // Nothing a client chose, and nothing secret, ever becomes a label.
+    for (const forbidden of [key, key.slice(13, 30), keyId, 'random', '127.0.0.1', 'eod_statements?', 'acq_1']) expect(text).not.toContain(forbidden);
+  });
+
+  it('is healthy and ready, and not ready while Redis is unreachable', async () => {
+    expect((await adminGet(g, '/healthz')).status).toBe(200);
+    const ready = await adminGet(g, '/readyz');
+    expect(ready.status).toBe(200);
+    expect(JSON.parse(ready.body.toString())).toEqual({ status: 'ready', checks: { policy: 'ok', key_store: 'ok', shutdown: 'no' } });
+    await relay.cut();
+    await waitFor(async () => (await adminGet(g, '/readyz')).status === 503, { what: 'readiness to drop' });
+    expect(JSON.parse((await adminGet(g, '/readyz')).body.toString())).toEqual({ status: 'not_ready', checks: { policy: 'ok', key_store: 'unavailable', shutdown: 'no' } });
+    expect((await adminGet(g, '/healthz')).status).toBe(200);
+    expect(metricValue(await metricsText(g), 'acquirer_gateway_key_store_up')).toBe(0);
+    await relay.heal();
+    await waitFor(async () => (await adminGet(g, '/readyz')).status === 200, { timeoutMs: 5000, what: 'readiness to return' });
+  });
+
+  it('the public port never answers for admin paths', async () => {
+    for (const p of ['/metrics', '/healthz', '/readyz']) {
+      const res = await request(g.url, p, bearer(key));
+      expect(res.status).toBe(404);
+      expect(res.body.toString()).toBe('{"message":"Not found"}');
+    }
+  });
+
+  it('carries a request id: a valid one is kept, sent upstream and returned; otherwise one is made', async () => {
+    const kept = await request(g.url, LIST, { ...bearer(key), 'x-request-id': 'trace-123' });
+    expect(kept.headers['x-request-id']).toBe('trace-123');
+    expect(upstream.received.at(-1)!.headers['x-request-id']).toBe('trace-123');
+    const refused = await request(g.url, LIST, { 'x-request-id': 'bad id with spaces' });
+    expect(refused.status).toBe(401);
+    expect(refused.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+    const line = await waitFor(() => g.logLines.map((l) => JSON.parse(l)).find((e) => e.request_id === 'trace-123'), { what: 'the access line' });
+    expect(line).toMatchObject({ msg: 'request', route: 'eod_statements_list', status: 200, decision: 'allowed', acquirer_id: 'acq_1', client: '127.0.0.1' });
+    expect(line.key_id).toMatch(/^key_/);
+    expect(typeof line.duration_ms).toBe('number');
+    expect(typeof line.upstream_ms).toBe('number');
+  });
+});
+
+describe('live policy changes', () => {
+  let key: string;
+  beforeAll(async () => {
+    const created = await createKey(env, { acquirer: 'acq_1', permissions: ['eod_list', 'eod_read'] });
+    key = created.key;
+    secrets.push(key);
+  });
+
+  const withoutCatalogueRoute = () =>
+    readFileSync('policies/acquirer-api.yaml', 'utf8').replace(/\n  - id: api_keys_permissions[\s\S]*$/, '\n');
+
+  it('reloads on file change; a broken file is refused and traffic goes on under the running policy', async () => {
+    copyFileSync('policies/acquirer-api.yaml', policyFile);
+    const g = await serve();
+    try {
+      expect((await request(g.url, PERMISSIONS, bearer(key))).status).toBe(200);
+      writeFileSync(policyFile, withoutCatalogueRoute());
+      await waitFor(async () => (await request(g.url, PERMISSIONS, bearer(key))).status === 404, { what: 'the reload' });
+      expect(metricValue(await metricsText(g), 'acquirer_gateway_policy_reloads_total', { result: 'success' })).toBe(1);
+
+      writeFileSync(policyFile, withoutCatalogueRoute().replace('permissions: [eod_list, eod_read]', 'permissions: [eod_list, eod_raed]'));
+      await waitFor(async () => metricValue(await metricsText(g), 'acquirer_gateway_policy_reloads_total', { result: 'failure' }) === 1, { what: 'the refusal' });
+      expect((await request(g.url, LIST, bearer(key))).status).toBe(200);
+      expect((await request(g.url, PERMISSIONS, bearer(key))).status).toBe(404);
+      const refusal = g.logLines.map((l) => JSON.parse(l)).find((e) => e.msg === 'policy reload refused; the running policy stays');
+      expect(refusal.errors).toEqual([expect.stringMatching(/policy\.yaml:\d+:\d+: routes\.0\.permissions\.1: unknown permission "eod_raed"/)]);
+      expect((await adminGet(g, '/readyz')).status).toBe(200);
+    } finally {
+      await g.stop();
+      allLogLines.push(...g.logLines);
+    }
+  });
+
+  it('reloads on SIGHUP; a request in flight finishes under the policy it started with', async () => {
+    copyFileSync('policies/acquirer-api.yaml', policyFile);
+    const g = await serve({ POLICY_WATCH: 'false' });
+    try {
+      // Start a download, then take its route away while it streams.
+      const download = new Promise<{ status: number; body: string }>((resolve, reject) => {
+        http.get({ host: '127.0.0.1', port: g.port, path: CSV, agent: false, headers: bearer(key) }, (res) => {
+          let body = '';
+          res.on('data', (c: Buffer) => (body += c.toString()));
+          res.on('end', () => resolve({ status: res.statusCode!, body }));
+        }).on('error', reject);
+      });
+      await waitFor(() => finishSlow !== undefined, { what: 'the download to start' });
+      writeFileSync(policyFile, withoutCatalogueRoute().replace(/\n  - id: eod_statement_download\n[\s\S]*?permissions: \[eod_list, eod_read\]\n/, '\n'));
+      expect((await request(g.url, PERMISSIONS, bearer(key))).status).toBe(200); // not watching: unchanged
+      g.child.kill('SIGHUP');
+      await waitFor(async () => (await request(g.url, PERMISSIONS, bearer(key))).status === 404, { what: 'the SIGHUP reload' });
+      expect((await request(g.url, CSV, bearer(key))).status).toBe(404); // new requests: new policy
+      finishSlow!();
+      finishSlow = undefined;
+      expect(await download).toEqual({ status: 200, body: 'first,part\r\nlast,part\r\n' });
+    } finally {
+      await g.stop();
+      allLogLines.push(...g.logLines);
+    }
+  });
+});
+
+describe('shutdown', () => {
+  it('SIGTERM: readiness drops, new connections are refused, a download in flight finishes, exit 0', async () => {
+    copyFileSync('policies/acquirer-api.yaml', policyFile);
+    const g = await serve({ SHUTDOWN_TIMEOUT_MS: '10000' });
+    const { key } = await createKey(env, { acquirer: 'acq_1', permissions: ['eod_list', 'eod_read'] });
+    secrets.push(key);
+    const download = new Promise<{ status: number; body: string }>((resolve, reject) => {
+      http.get({ host: '127.0.0.1', port: g.port, path: CSV, agent: false, headers: bearer(key) }, (res) => {
+        let body = '';
+        res.on('data', (c: Buffer) => (body += c.toString()));
+        res.on('end', () => resolve({ status: res.statusCode!, body }));
+      }).on('error', reject);
+    });
+    await waitFor(() => finishSlow !== undefined, { what: 'the download to start' });
+    const exited = new Promise<number | null>((resolve) => g.child.once('exit', resolve));
+    g.child.kill('SIGTERM');
+    await waitFor(async () => (await adminGet(g, '/readyz').catch(() => ({ status: 0 }))).status === 503, { what: 'readiness to drop' });
+    await expect(request(g.url, LIST, bearer(key))).rejects.toThrow(/ECONNREFUSED/);
+    finishSlow!();
+    finishSlow = undefined;
+    expect(await download).toEqual({ status: 200, body: 'first,part\r\nlast,part\r\n' });
+    expect(await exited).toBe(0);
+    allLogLines.push(...g.logLines);
+  }, 20_000);
+
+  it('a second signal exits at once', async () => {
+    const g = await serve({ SHUTDOWN_TIMEOUT_MS: '60000' });
+    const { key } = await createKey(env, { acquirer: 'acq_1', permissions: ['eod_list', 'eod_read'] });
+    const download = new Promise<void>((resolve) => {
+      http.get({ host: '127.0.0.1', port: g.port, path: CSV, agent: false, headers: bearer(key) }, (res) => {
+        res.on('data', () => {});
+        res.on('close', () => resolve());
+      }).on('error', () => resolve());
+    });
+    await waitFor(() => finishSlow !== undefined, { what: 'the download to start' });
+    const exited = new Promise<number | null>((resolve) => g.child.once('exit', resolve));
+    g.child.kill('SIGTERM');
+    await waitFor(async () => (await adminGet(g, '/readyz').catch(() => ({ status: 0 }))).status === 503, { what: 'draining' });
+    g.child.kill('SIGTERM');
+    expect(await exited).toBe(1);
+    await download;
+    finishSlow = undefined;
+    allLogLines.push(...g.logLines);
+  }, 20_000);
+});
+
+describe('logs', () => {
+  it('never hold a key, whatever clients sent', async () => {
+    const g = await serve();
+    const { key } = await createKey(env, { acquirer: 'acq_1', permissions: ['eod_list', 'eod_read'] });
+    secrets.push(key);
+    await request(g.url, `${LIST}?api_key=${key}`, bearer(key));
+    await request(g.url, LIST, { authorization: `Basic ${key}` });
+    await request(g.url, `/v1/acquirer/${key}`, bearer(key));
+    await request(g.url, LIST, { authorization: [`Bearer ${key}`, `Bearer ${key}`] as unknown as string });
+    await g.stop();
+    allLogLines.push(...g.logLines);
+    expect(allLogLines.length).toBeGreaterThan(20);
+    expect(allLogLines.some((l) => l.includes('acquirer_key_[redacted]'))).toBe(true);
+    for (const line of allLogLines) {
+      for (const secret of secrets) expect(line).not.toContain(secret.slice('acquirer_key_'.length));
+    }
+  });
+});
