@@ -6,7 +6,6 @@ import { resolveClientAddress } from '../net/client-address.js';
 import type { IpAllowlist } from '../net/ip-allowlist.js';
 import type { CompiledPolicy } from '../policy/compile.js';
 import { methodLabel, UNMATCHED_ROUTE, type GatewayMetrics } from './metrics.js';
-import { redactSecrets } from './redact.js';
 
 /** An incoming request id is kept only if it is short and plain: it goes into logs and upstream. */
 const VALID_REQUEST_ID = /^[A-Za-z0-9._:@-]{1,128}$/;
@@ -56,7 +55,7 @@ export function createRequestObserver({ policy, metrics, logger, trustedProxies 
       const line = {
         request_id: locals.requestId,
         method: req.method,
-        path: redactSecrets(req.url.length > 512 ? req.url.slice(0, 512) + '…' : req.url),
+        path: req.url.length > 512 ? req.url.slice(0, 512) + '…' : req.url, // keys in it: the logger redacts
         route: locals.route?.id ?? null,
         status,
         decision: definition?.reason ?? (status === 0 ? 'aborted' : 'allowed'),

@@ -1,0 +1,33 @@
+import { Writable } from 'node:stream';
+import { createLogger } from '../../../src/logger.js';
+
+const KEY = `acquirer_key_${'S'.repeat(43)}`;
+
+function capture(): { lines: string[]; stream: Writable } {
+  const lines: string[] = [];
+  const stream = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      lines.push(...chunk.toString().split('\n').filter(Boolean));
+      done();
+    },
+  });
+  return { lines, stream };
+}
+
+describe('the logger never writes a key', () => {
+  it('redacts Authorization by path, keys in messages, and keys in error messages and stacks', () => {
+    const { lines, stream } = capture();
+    const logger = createLogger('info', stream);
+    logger.info({ req: { headers: { authorization: `Bearer ${KEY}` } } }, 'incoming');
+    logger.info(`a message that quotes ${KEY}`);
+    logger.error({ err: new Error(`lookup failed for ${KEY}`) }, 'failure');
+    logger.warn({ path: `/v1/x?api_key=${KEY}`, authorization: KEY }, 'odd');
+    expect(lines).toHaveLength(4);
+    for (const line of lines) expect(line).not.toContain('S'.repeat(20));
+    expect(JSON.parse(lines[0]!).req.headers.authorization).toBe('[redacted]');
+    expect(JSON.parse(lines[1]!).msg).toBe('a message that quotes acquirer_key_[redacted]');
+    const err = JSON.parse(lines[2]!).err;
+    expect(err.message).toBe('lookup failed for acquirer_key_[redacted]');
+    expect(err.stack).toMatch(/^Error: lookup failed for acquirer_key_\[redacted\]/);
+  });
+});
