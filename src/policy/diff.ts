@@ -52,7 +52,13 @@ export function diffPolicies(oldPolicy: CompiledPolicy, newPolicy: CompiledPolic
     if (removed.length > 0) notes.push(`**removed ${list(removed)}: loosens access**`);
     if (added.length > 0) notes.push(`added ${list(added)} (tightens access)`);
     if (before.id !== route.id) notes.push(`renamed ${code(before.id)} → ${code(route.id)} (metrics and logs change)`);
-    if (before.serve !== route.serve) notes.push(route.serve ? 'now served by the gateway' : 'now proxied to the upstream');
+    if (before.serve !== route.serve) notes.push(route.serve ? 'now served by the gateway' : '⚠️ now proxied to the upstream');
+    const types = (r: CompiledRoute) => new Map(r.template.segments.flatMap((seg) => (seg.kind === 'param' ? [[seg.name, seg.type] as const] : [])));
+    const beforeTypes = types(before);
+    for (const [name, type] of types(route)) {
+      const was = beforeTypes.get(name);
+      if (was !== undefined && was !== type) notes.push(`⚠️ parameter :${name} is now ${code(type)} (was ${code(was)}): review what it lets through`);
+    }
     if (notes.length > 0) changed.push(`- ${code(routeKey(route))}: ${notes.join('; ')}`);
   }
   section('Routes changed', changed);

@@ -22,7 +22,7 @@ describe('diffPolicies', () => {
         '### Routes changed',
         '',
         '- `GET /v1/acquirer/eod_statements`: **removed `eod_read`: loosens access**',
-        '- `GET /v1/acquirer/eod_statements/:id.csv`: added `audit_logs_read` (tightens access); renamed `eod_download` → `eod_statement_download` (metrics and logs change)',
+        '- `GET /v1/acquirer/eod_statements/:id.csv`: added `audit_logs_read` (tightens access); renamed `eod_download` → `eod_statement_download` (metrics and logs change); ⚠️ parameter :id is now `slug` (was `uuid`): review what it lets through',
         '',
         '### Permission catalogue',
         '',
