@@ -10,19 +10,22 @@ const REDACT_PATHS = ['req.headers.authorization', 'headers.authorization', 'aut
 function scrub(value: unknown, depth = 0): unknown {
   if (typeof value === 'string') return redactSecrets(value);
   // Errors are left to the err serializer, which redacts their message and stack.
-  if (depth > 4 || value === null || typeof value !== 'object' || value instanceof Error) return value;
+  if (depth > 8 || value === null || typeof value !== 'object' || value instanceof Error) return value;
   if (Array.isArray(value)) return value.map((v) => scrub(v, depth + 1));
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(value)) out[k] = scrub(v, depth + 1);
   return out;
 }
 
+/**
+ * Errors in full (message, stack, cause, aggregated errors, any own field), every string redacted.
+ * A failed Redis command carries its arguments (an AUTH password, for one): only its name is kept.
+ */
 function redactError(err: Error) {
   if (!(err instanceof Error)) return scrub(err);
-  const serialized = stdSerializers.err(err);
-  serialized.message = redactSecrets(serialized.message ?? '');
-  if (serialized.stack) serialized.stack = redactSecrets(serialized.stack);
-  return serialized;
+  const serialized = stdSerializers.err(err) as ReturnType<typeof stdSerializers.err> & { command?: { name?: unknown } };
+  if (serialized.command !== undefined) serialized.command = { name: serialized.command?.name };
+  return scrub(serialized);
 }
 
 /**

@@ -1,5 +1,6 @@
+import { randomUUID } from 'node:crypto';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { createAdminServer } from './admin/admin-server.js';
 import { createApp } from './app.js';
 import type { Config } from './config/env.js';
@@ -10,7 +11,7 @@ import { KeyResolver } from './keys/key-resolver.js';
 import type { KeyStore } from './keys/key-store.js';
 import { RedisKeyStore } from './keys/redis-key-store.js';
 import type { Logger } from './logger.js';
-import { createMetrics, type GatewayMetrics } from './observability/metrics.js';
+import { createMetrics, methodLabel, UNMATCHED_ROUTE, type GatewayMetrics } from './observability/metrics.js';
 import { createUpstreamAgent } from './proxy/upstream-proxy.js';
 
 export interface RunningGateway {
@@ -74,18 +75,38 @@ export async function startGateway(config: Config, { logger, keyStore }: StartOp
     metrics,
   });
 
+  let shuttingDown = false;
   // Host is checked by the request guard, so that its refusal has the documented body.
   const server = http.createServer({ requireHostHeader: false }, app);
+  /** Requests refused before Express sees them are counted and logged like any other. */
+  const observeRefusal = (status: 400 | 431, code: 'BAD_REQUEST' | 'HEADERS_TOO_LARGE', requestId: string, client: string | undefined, method?: string) => {
+    metrics.requests.inc({ route: UNMATCHED_ROUTE, method: methodLabel(method), status: String(status) });
+    metrics.denials.inc({ reason: 'bad_request' });
+    logger.info({ request_id: requestId, method: method ?? null, route: null, status, decision: 'bad_request', code, client: client ?? null }, 'request');
+  };
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
     // A reset or timed-out socket has nobody to answer; anything else is a malformed request.
     if (err.code === 'ECONNRESET' || err.code === 'ERR_HTTP_REQUEST_TIMEOUT') return void socket.destroy();
-    metrics.denials.inc({ reason: 'bad_request' });
-    sendRawError(socket, err.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400);
+    const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
+    const requestId = randomUUID();
+    observeRefusal(status, status === 431 ? 'HEADERS_TOO_LARGE' : 'BAD_REQUEST', requestId, (socket as Socket).remoteAddress);
+    sendRawError(socket, status, requestId);
   });
   // An Expect other than 100-continue: Node would answer an empty 417; nothing here takes a body anyway.
-  server.on('checkExpectation', (_req, res: http.ServerResponse) => sendError(res, 400));
+  server.on('checkExpectation', (req: http.IncomingMessage, res: http.ServerResponse) => {
+    const requestId = randomUUID();
+    observeRefusal(400, 'BAD_REQUEST', requestId, req.socket.remoteAddress, req.method);
+    res.setHeader('x-request-id', requestId);
+    sendError(res, 400);
+  });
+  // While shutting down, no response keeps its connection: each closes once its response is done.
+  server.on('request', (_req: http.IncomingMessage, res: http.ServerResponse) => {
+    if (shuttingDown) res.shouldKeepAlive = false;
+    res.once('finish', () => {
+      if (shuttingDown) setImmediate(() => server.closeIdleConnections());
+    });
+  });
 
-  let shuttingDown = false;
   const admin = createAdminServer({
     metrics,
     readiness: () => ({

@@ -45,7 +45,7 @@ export function sendError(res: ServerResponse, status: ErrorStatus): void {
  * content type as every other error of that status, written raw, and the connection closed since
  * the parser cannot say where the next request would start.
  */
-export function sendRawError(socket: Duplex, status: ErrorStatus): void {
+export function sendRawError(socket: Duplex, status: ErrorStatus, requestId: string): void {
   // A response already under way on this connection (a pipelined request was malformed): writing
   // an error now would land inside its body. Cutting the connection keeps the truncation visible.
   const inFlight = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
@@ -57,6 +57,6 @@ export function sendRawError(socket: Duplex, status: ErrorStatus): void {
   const head =
     `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n` +
     `content-type: ${headers['content-type']}\r\ncontent-length: ${headers['content-length']}\r\n` +
-    `Date: ${new Date().toUTCString()}\r\nConnection: close\r\n\r\n`;
+    `x-request-id: ${requestId}\r\nDate: ${new Date().toUTCString()}\r\nConnection: close\r\n\r\n`;
   socket.end(Buffer.concat([Buffer.from(head, 'latin1'), body]));
 }

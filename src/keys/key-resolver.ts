@@ -211,8 +211,14 @@ export class KeyResolver {
         break;
       case 'health': {
         const before = this.storeAvailable;
-        if (event.healthy) this.#storeDownSince = null;
-        else this.#storeDownSince ??= this.#now();
+        // A store that says it is back is believed: a gateway taken out of service for failed lookups
+        // gets no traffic, so it would never see the successful lookup that clears the failure.
+        if (event.healthy) {
+          this.#storeDownSince = null;
+          this.#failingSince = null;
+        } else {
+          this.#storeDownSince ??= this.#now();
+        }
         if (this.storeAvailable !== before || !event.healthy) this.#onStoreHealth(this.storeAvailable);
         break;
       }

@@ -17,10 +17,10 @@ export interface RequestObserverDeps {
   readonly trustedProxies: IpAllowlist | null;
 }
 
-function clientAddress(res: Response, req: Parameters<RequestHandler>[0], trusted: IpAllowlist | null): string | null {
+function clientAddress(res: Response, req: Parameters<RequestHandler>[0], peer: string | undefined, trusted: IpAllowlist | null): string | null {
   if (res.locals.clientAddress !== undefined) return res.locals.clientAddress;
   const forwardedFor = req.headers['x-forwarded-for'];
-  const address = resolveClientAddress(req.socket.remoteAddress, typeof forwardedFor === 'string' ? forwardedFor : undefined, trusted);
+  const address = resolveClientAddress(peer, typeof forwardedFor === 'string' ? forwardedFor : undefined, trusted);
   return address?.toString() ?? null;
 }
 
@@ -36,6 +36,8 @@ export function createRequestObserver({ policy, metrics, logger, trustedProxies 
     const incoming = req.headers['x-request-id'];
     locals.requestId = typeof incoming === 'string' && VALID_REQUEST_ID.test(incoming) ? incoming : randomUUID();
     res.setHeader('x-request-id', locals.requestId);
+    // Read now: once the connection is gone the socket no longer knows its peer.
+    const peer = req.socket.remoteAddress;
 
     res.once('close', () => {
       const seconds = Number(process.hrtime.bigint() - locals.startedAt) / 1e9;
@@ -58,17 +60,18 @@ export function createRequestObserver({ policy, metrics, logger, trustedProxies 
         path: req.url.length > 512 ? req.url.slice(0, 512) + '…' : req.url, // keys in it: the logger redacts
         route: locals.route?.id ?? null,
         status,
-        decision: definition?.reason ?? (status === 0 ? 'aborted' : 'allowed'),
+        // A response that never completed (client gone, upstream cut mid-body) is not an allow.
+        decision: definition?.reason ?? (res.writableFinished ? 'allowed' : 'aborted'),
         code: code ?? null,
         acquirer_id: locals.key?.acquirerId ?? null,
         key_id: locals.key?.id ?? null,
-        client: clientAddress(res, req, trustedProxies),
+        client: clientAddress(res, req, peer, trustedProxies),
         duration_ms: Math.round(seconds * 1e6) / 1e3,
         upstream_ms: locals.upstreamMs ?? null,
         upstream_status: locals.upstreamStatus ?? null,
         completed: res.writableFinished,
       };
-      if (status >= 500 || status === 0) logger.warn(line, 'request');
+      if (status >= 500 || !res.writableFinished) logger.warn(line, 'request');
       else logger.info(line, 'request');
     });
     next();

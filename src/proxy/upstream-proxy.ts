@@ -3,12 +3,13 @@ import https from 'node:https';
 import type { Socket } from 'node:net';
 import type { RequestHandler, Response } from 'express';
 import { createProxyMiddleware, type Plugin } from 'http-proxy-middleware';
-import { isErrorStatus, type ErrorCode, type ErrorStatus } from '../errors/codes.js';
+import type { ErrorCode } from '../errors/codes.js';
 import { ERROR_CODES } from '../errors/codes.js';
 import { sendError } from '../errors/error-response.js';
 import type { Logger } from '../logger.js';
 import { buildClientHeaders, buildUpstreamHeaders } from './forward-headers.js';
 import { classifyUpstreamError } from './upstream-errors.js';
+import { mapUpstreamStatus } from './map-upstream-status.js';
 
 export interface UpstreamProxyOptions {
   /** Origin of the statements service. */
@@ -52,18 +53,6 @@ function discard(body: IncomingMessage): void {
   body.once('close', () => clearTimeout(timer));
   body.on('error', () => {});
   body.resume();
-}
-
-/**
- * What an upstream error status becomes. Listed statuses follow the policy's map; any other error
- * status is answered with the gateway's own body for it (or 502 when the gateway has none), so no
- * upstream error page, header or stack trace ever reaches a client.
- */
-export function mapUpstreamStatus(status: number, statusMap: ReadonlyMap<number, ErrorStatus>): ErrorStatus | null {
-  // A final status outside 2xx-5xx is not HTTP the client could use (and writeHead would throw).
-  if (!Number.isInteger(status) || status < 200 || status > 599) return 502;
-  if (status < 400) return null;
-  return statusMap.get(status) ?? (isErrorStatus(status) ? status : 502);
 }
 
 /**
@@ -115,6 +104,10 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): RequestHandl
         fail(res, 'UPSTREAM_UNREACHABLE', err);
         return;
       }
+      proxyRes.once('close', () => {
+        // Cut after the headers (httpxy then cuts the client too): an upstream failure, not a success.
+        if (!proxyRes.complete) locals.upstreamErrorKind ??= 'reset';
+      });
       proxyRes.pipe(res);
     });
 
@@ -132,6 +125,7 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): RequestHandl
       } else if (!res.writableEnded) {
         // The body was streaming when the upstream failed: cut the connection so the client sees
         // a truncated response, never a complete-looking short one.
+        (res as Response).locals.upstreamErrorKind ??= classifyUpstreamError(err);
         res.destroy();
       }
     });

@@ -29,13 +29,15 @@ const secrets: string[] = [];
 /** Releases the slow download the shutdown test holds open. */
 let finishSlow: (() => void) | undefined;
 
-function metricValue(text: string, name: string, labels: Record<string, string> = {}): number {
+/** The sum of the series matching `labels`, or undefined when there is none (never a silent 0). */
+function metricValue(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
+  let sum: number | undefined;
   for (const line of text.split('\n')) {
     if (!line.startsWith(name + '{') && !line.startsWith(name + ' ')) continue;
     const [series, value] = [line.slice(0, line.lastIndexOf(' ')), line.slice(line.lastIndexOf(' ') + 1)];
-    if (Object.entries(labels).every(([k, v]) => series.includes(`${k}="${v}"`))) return Number(value);
+    if (Object.entries(labels).every(([k, v]) => series.includes(`${k}="${v}"`))) sum = (sum ?? 0) + Number(value);
   }
-  return 0;
+  return sum;
 }
 
 const adminGet = async (g: ServeProcess, p: string) => request(g.adminUrl, p);
@@ -146,11 +148,31 @@ describe('metrics, health and readiness', () => {
     expect(JSON.parse(ready.body.toString())).toEqual({ status: 'ready', checks: { policy: 'ok', key_store: 'ok', shutdown: 'no' } });
     await relay.cut();
     await waitFor(async () => (await adminGet(g, '/readyz')).status === 503, { what: 'readiness to drop' });
+    // A lookup that fails during the outage must not keep the gateway out of service afterwards.
+    expect((await request(g.url, LIST, bearer(`acquirer_key_${'N'.repeat(43)}`))).status).toBe(503);
     expect(JSON.parse((await adminGet(g, '/readyz')).body.toString())).toEqual({ status: 'not_ready', checks: { policy: 'ok', key_store: 'unavailable', shutdown: 'no' } });
     expect((await adminGet(g, '/healthz')).status).toBe(200);
     expect(metricValue(await metricsText(g), 'acquirer_gateway_key_store_up')).toBe(0);
     await relay.heal();
+    // No request is sent meanwhile: a gateway out of rotation gets none.
     await waitFor(async () => (await adminGet(g, '/readyz')).status === 200, { timeoutMs: 5000, what: 'readiness to return' });
+    expect(metricValue(await metricsText(g), 'acquirer_gateway_key_store_up')).toBe(1);
+  });
+
+  it('counts, identifies and logs requests the HTTP parser refuses', async () => {
+    const { parseRawResponse, sendRaw } = await import('../helpers/raw.js');
+    const before = metricValue(await metricsText(g), 'acquirer_gateway_requests_total', { route: 'unmatched', status: '400' }) ?? 0;
+    const raw = parseRawResponse(await sendRaw(g.port, 'GET / HTTP/1.1\r\nHost: x\r\nbroken header\r\n\r\n'));
+    expect(raw.status).toBe(400);
+    expect(raw.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+    const expectation = await request(g.url, LIST, { ...bearer(key), expect: 'teapot' });
+    expect(expectation.status).toBe(400);
+    expect(expectation.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+    const after = metricValue(await metricsText(g), 'acquirer_gateway_requests_total', { route: 'unmatched', status: '400' });
+    expect(after).toBe(before + 2);
+    for (const id of [raw.headers['x-request-id'], expectation.headers['x-request-id']]) {
+      await waitFor(() => g.logLines.some((l) => l.includes(`"request_id":"${id}"`) && l.includes('"decision":"bad_request"')), { what: 'the access line' });
+    }
   });
 
   it('the public port never answers for admin paths', async () => {
@@ -261,6 +283,33 @@ describe('shutdown', () => {
     expect(await exited).toBe(0);
     allLogLines.push(...g.logLines);
   }, 20_000);
+
+  it('SIGTERM: a keep-alive connection is closed once its response is done, well before the deadline', async () => {
+    const g = await serve({ SHUTDOWN_TIMEOUT_MS: '60000' });
+    const { key } = await createKey(env, { acquirer: 'acq_1', permissions: ['eod_list', 'eod_read'] });
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    const get = (p: string) =>
+      new Promise<{ status: number; body: string; connection: string | undefined }>((resolve, reject) => {
+        http.get({ host: '127.0.0.1', port: g.port, path: p, agent, headers: bearer(key) }, (res) => {
+          let body = '';
+          res.on('data', (c: Buffer) => (body += c.toString()));
+          res.on('end', () => resolve({ status: res.statusCode!, body, connection: res.headers.connection }));
+        }).on('error', reject);
+      });
+    expect((await get(LIST)).connection).toBe('keep-alive');
+    const download = get(CSV);
+    await waitFor(() => finishSlow !== undefined, { what: 'the download to start' });
+    const exited = new Promise<number | null>((resolve) => g.child.once('exit', resolve));
+    g.child.kill('SIGTERM');
+    await waitFor(async () => (await adminGet(g, '/readyz').catch(() => ({ status: 0 }))).status === 503, { what: 'draining' });
+    finishSlow!();
+    finishSlow = undefined;
+    expect((await download).status).toBe(200);
+    // The connection is closed behind the finished download, so the process exits long before 60 s.
+    expect(await exited).toBe(0);
+    agent.destroy();
+    allLogLines.push(...g.logLines);
+  }, 15_000);
 
   it('a second signal exits at once', async () => {
     const g = await serve({ SHUTDOWN_TIMEOUT_MS: '60000' });

@@ -131,6 +131,14 @@ it('a body cut by the upstream reaches the client as a truncated response, not a
     });
   });
   expect(outcome).toEqual({ status: 200, received: 100, complete: false });
+  // Logged and counted as what it was: cut, not allowed-and-done.
+  const line = await waitFor(
+    () => gateway.logLines.map((l) => JSON.parse(l)).find((e) => e.msg === 'request' && String(e.path).includes('mode=truncated')),
+    { what: 'the access line' },
+  );
+  expect(line).toMatchObject({ level: 40, status: 200, decision: 'aborted', completed: false, client: '127.0.0.1' });
+  const metrics = (await request(gateway.adminUrl, '/metrics')).body.toString();
+  expect(metrics).toMatch(/^acquirer_gateway_upstream_errors_total\{kind="reset"\} [1-9]/m);
 });
 
 it('a client that goes away cancels its upstream request', async () => {

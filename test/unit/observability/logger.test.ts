@@ -31,3 +31,23 @@ describe('the logger never writes a key', () => {
     expect(err.stack).toMatch(/^Error: lookup failed for acquirer_key_\[redacted\]/);
   });
 });
+
+describe('errors from libraries', () => {
+  it('lose command arguments and URL passwords, and are redacted all the way down', () => {
+    const { lines, stream } = capture();
+    const logger = createLogger('info', stream);
+    const redisError = Object.assign(new Error('WRONGPASS invalid username-password pair'), {
+      command: { name: 'hello', args: ['3', 'AUTH', 'default', 'hunter2-secret'] },
+    });
+    const nested = new AggregateError([new Error(`inner ${KEY}`)], 'several failures');
+    logger.warn({ err: redisError, context: 'redis connection redis://gw:hunter2-secret@redis:6379' }, 'key store problem');
+    logger.warn({ err: nested }, 'aggregate');
+    logger.info({ a: { b: { c: { d: { e: { f: KEY } } } } } }, 'deep');
+    for (const line of lines) {
+      expect(line).not.toContain('hunter2-secret');
+      expect(line).not.toContain('S'.repeat(20));
+    }
+    expect(JSON.parse(lines[0]!).err.command).toEqual({ name: 'hello' });
+    expect(JSON.parse(lines[0]!).context).toBe('redis connection redis://gw:[redacted]@redis:6379');
+  });
+});

@@ -81,7 +81,7 @@ describe('mapUpstreamStatus', () => {
     [500, 500], [501, 502], [502, 502], [503, 503], [504, 504], [599, 502],
     [99, 502], [100, 502], [101, 502], [199, 502], [600, 502], [999, 502],
   ])('upstream %i → %p', async (upstream, expected) => {
-    const { mapUpstreamStatus } = await import('../../../src/proxy/upstream-proxy.js');
+    const { mapUpstreamStatus } = await import('../../../src/proxy/map-upstream-status.js');
     expect(mapUpstreamStatus(upstream, new Map([[401, 401], [403, 404], [404, 404]]))).toBe(expected);
   });
 });
