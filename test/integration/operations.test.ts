@@ -40,6 +40,23 @@ function metricValue(text: string, name: string, labels: Record<string, string> 
   return sum;
 }
 
+/**
+ * Starts a download of the slow CSV (its upstream holds the body open until `finishSlow()`), and
+ * resolves once it is streaming, to a promise of the whole response.
+ */
+async function startSlowDownload(g: ServeProcess, key: string): Promise<{ done: Promise<{ status: number; body: string }> }> {
+  const done = new Promise<{ status: number; body: string }>((resolve, reject) => {
+    http.get({ host: '127.0.0.1', port: g.port, path: CSV, agent: false, headers: bearer(key) }, (res) => {
+      let body = '';
+      res.on('data', (c: Buffer) => (body += c.toString()));
+      res.on('end', () => resolve({ status: res.statusCode!, body }));
+      res.on('error', reject);
+    }).on('error', reject);
+  });
+  await waitFor(() => finishSlow !== undefined, { what: 'the download to start' });
+  return { done }; // wrapped: a promise resolved with a promise would wait for the whole download
+}
+
 const adminGet = async (g: ServeProcess, p: string) => request(g.adminUrl, p);
 const metricsText = async (g: ServeProcess) => (await adminGet(g, '/metrics')).body.toString();
 
@@ -236,14 +253,7 @@ describe('live policy changes', () => {
     const g = await serve({ POLICY_WATCH: 'false' });
     try {
       // Start a download, then take its route away while it streams.
-      const download = new Promise<{ status: number; body: string }>((resolve, reject) => {
-        http.get({ host: '127.0.0.1', port: g.port, path: CSV, agent: false, headers: bearer(key) }, (res) => {
-          let body = '';
-          res.on('data', (c: Buffer) => (body += c.toString()));
-          res.on('end', () => resolve({ status: res.statusCode!, body }));
-        }).on('error', reject);
-      });
-      await waitFor(() => finishSlow !== undefined, { what: 'the download to start' });
+      const download = (await startSlowDownload(g, key)).done;
       writeFileSync(policyFile, withoutCatalogueRoute().replace(/\n  - id: eod_statement_download\n[\s\S]*?permissions: \[eod_list, eod_read\]\n/, '\n'));
       expect((await request(g.url, PERMISSIONS, bearer(key))).status).toBe(200); // not watching: unchanged
       g.child.kill('SIGHUP');
@@ -265,14 +275,7 @@ describe('shutdown', () => {
     const g = await serve({ SHUTDOWN_TIMEOUT_MS: '10000' });
     const { key } = await createKey(env, { acquirer: 'acq_1', permissions: ['eod_list', 'eod_read'] });
     secrets.push(key);
-    const download = new Promise<{ status: number; body: string }>((resolve, reject) => {
-      http.get({ host: '127.0.0.1', port: g.port, path: CSV, agent: false, headers: bearer(key) }, (res) => {
-        let body = '';
-        res.on('data', (c: Buffer) => (body += c.toString()));
-        res.on('end', () => resolve({ status: res.statusCode!, body }));
-      }).on('error', reject);
-    });
-    await waitFor(() => finishSlow !== undefined, { what: 'the download to start' });
+    const download = (await startSlowDownload(g, key)).done;
     const exited = new Promise<number | null>((resolve) => g.child.once('exit', resolve));
     g.child.kill('SIGTERM');
     await waitFor(async () => (await adminGet(g, '/readyz').catch(() => ({ status: 0 }))).status === 503, { what: 'readiness to drop' });
@@ -316,13 +319,7 @@ describe('shutdown', () => {
   it('a second signal exits at once', async () => {
     const g = await serve({ SHUTDOWN_TIMEOUT_MS: '60000' });
     const { key } = await createKey(env, { acquirer: 'acq_1', permissions: ['eod_list', 'eod_read'] });
-    const download = new Promise<void>((resolve) => {
-      http.get({ host: '127.0.0.1', port: g.port, path: CSV, agent: false, headers: bearer(key) }, (res) => {
-        res.on('data', () => {});
-        res.on('close', () => resolve());
-      }).on('error', () => resolve());
-    });
-    await waitFor(() => finishSlow !== undefined, { what: 'the download to start' });
+    const download = (await startSlowDownload(g, key)).done.catch(() => undefined); // cut by the second signal
     const exited = new Promise<number | null>((resolve) => g.child.once('exit', resolve));
     g.child.kill('SIGTERM');
     await waitFor(async () => (await adminGet(g, '/readyz').catch(() => ({ status: 0 }))).status === 503, { what: 'draining' });
