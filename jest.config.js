@@ -10,5 +10,6 @@ export default {
   projects: [
     { ...common, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.test.ts'] },
     { ...common, displayName: 'integration', testMatch: ['<rootDir>/test/integration/**/*.test.ts'] },
+    { ...common, displayName: 'security', testMatch: ['<rootDir>/test/security/**/*.test.ts'] },
   ],
 };

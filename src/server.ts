@@ -77,7 +77,23 @@ export async function startGateway(config: Config, { logger, keyStore }: StartOp
 
   let shuttingDown = false;
   // Host is checked by the request guard, so that its refusal has the documented body.
-  const server = http.createServer({ requireHostHeader: false }, app);
+  const server = http.createServer(
+    {
+      requireHostHeader: false,
+      headersTimeout: config.headersTimeoutMs,
+      requestTimeout: config.requestTimeoutMs,
+      keepAliveTimeout: config.keepAliveTimeoutMs,
+    },
+    app,
+  );
+  // Node drops header lines past maxHeadersCount without a word; the request guard refuses them instead.
+  server.maxHeadersCount = 0;
+  // CONNECT is never a route; without a listener Node would drop the connection without a word.
+  server.on('connect', (req: http.IncomingMessage, socket: Socket) => {
+    const requestId = randomUUID();
+    observeRefusal(400, 'BAD_REQUEST', requestId, socket.remoteAddress, req.method);
+    sendRawError(socket, 400, requestId);
+  });
   /** Requests refused before Express sees them are counted and logged like any other. */
   const observeRefusal = (status: 400 | 431, code: 'BAD_REQUEST' | 'HEADERS_TOO_LARGE', requestId: string, client: string | undefined, method?: string) => {
     metrics.requests.inc({ route: UNMATCHED_ROUTE, method: methodLabel(method), status: String(status) });

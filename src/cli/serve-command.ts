@@ -55,4 +55,6 @@ export async function serveCommand(args: string[]): Promise<void> {
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGHUP', () => void gateway.reloadPolicy());
+  // A fault in one request's handling is logged, never allowed to take every other request down.
+  process.on('unhandledRejection', (reason) => logger.error({ err: reason }, 'unhandled rejection'));
 }

@@ -91,6 +91,9 @@ export const CONFIG_FIELDS = {
   keyCacheMaxEntries: field({ env: 'KEY_CACHE_MAX_ENTRIES', default: String(DEFAULT_KEY_CACHE_MAX_ENTRIES), description: 'Keys kept in-process, at most (least recently used go first). Unknown keys have a cache of the same size of their own.', schema: integer(1, 10_000_000) }),
   keyNegativeCacheTtlMs: field({ env: 'KEY_NEGATIVE_CACHE_TTL_MS', default: String(DEFAULT_NEGATIVE_CACHE_TTL_MS), description: 'How long an unknown key is remembered as unknown.', schema: integer(0, 3_600_000) }),
   keyOutageGraceMs: field({ env: 'KEY_OUTAGE_GRACE_MS', default: String(DEFAULT_OUTAGE_GRACE_MS), description: 'While Redis is unreachable, keys already cached keep working this long; then every request gets 503.', schema: integer(0, 3_600_000) }),
+  headersTimeoutMs: field({ env: 'HEADERS_TIMEOUT_MS', default: '10000', description: 'Time a client has to send the whole request head; then the connection is closed.', schema: integer(1000, 600_000) }),
+  requestTimeoutMs: field({ env: 'REQUEST_TIMEOUT_MS', default: '30000', description: 'Time a client has to send the whole request (head and body).', schema: integer(1000, 3_600_000) }),
+  keepAliveTimeoutMs: field({ env: 'KEEP_ALIVE_TIMEOUT_MS', default: '5000', description: 'How long an idle client keep-alive connection is kept open.', schema: integer(0, 600_000) }),
   shutdownTimeoutMs: field({ env: 'SHUTDOWN_TIMEOUT_MS', default: String(DEFAULT_SHUTDOWN_TIMEOUT_MS), description: 'On SIGTERM/SIGINT, how long requests in flight (downloads too) may take to finish before connections are closed.', schema: integer(0, 3_600_000) }),
   logLevel: field({ env: 'LOG_LEVEL', default: 'info', description: 'fatal, error, warn, info, debug or silent.', schema: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'must be one of fatal, error, warn, info, debug, trace, silent') }),
 } as const;
@@ -136,6 +139,9 @@ export function loadConfig(env: NodeJS.ProcessEnv, flags: Readonly<Record<string
       const got = spec.secret ? '' : ` (got ${JSON.stringify(raw)})`;
       problems.push(`${spec.env}: ${parsed.error.issues.map((i) => i.message).join('; ')}${got}`);
     }
+  }
+  if (problems.length === 0 && (values.headersTimeoutMs as number) > (values.requestTimeoutMs as number)) {
+    problems.push('HEADERS_TIMEOUT_MS: must not be longer than REQUEST_TIMEOUT_MS');
   }
   if (problems.length > 0) throw new ConfigError(problems);
   const trusted = values.trustedProxies as string[];

@@ -92,7 +92,7 @@ export const ERROR_CODES = {
   HEADERS_TOO_LARGE: {
     status: 431,
     reason: 'bad_request',
-    description: 'The request head is larger than Node\'s limit (16 KiB by default); refused by the HTTP parser.',
+    description: 'The request head is larger than Node\'s limit (16 KiB by default), or has more than 100 header lines.',
   },
   KEY_STORE_UNAVAILABLE: {
     status: 503,

@@ -295,6 +295,9 @@ describe('requests Node\'s HTTP parser refuses', () => {
     ['an HTTP/1.1 request without Host', 'GET /v1/acquirer/eod_statements HTTP/1.1\r\n\r\n', 400, '{"message":"Bad request"}'],
     ['a non-ASCII byte in the path', 'GET /v1/acquirer/eod_statements\xff HTTP/1.1\r\nHost: x\r\n\r\n', 400, '{"message":"Bad request"}'],
     ['an unknown expectation', 'GET /v1/acquirer/eod_statements HTTP/1.1\r\nHost: x\r\nExpect: teapot\r\n\r\n', 400, '{"message":"Bad request"}'],
+    ['a WebSocket upgrade', `GET /v1/acquirer/eod_statements HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`, 400, '{"message":"Bad request"}'],
+    ['an h2c upgrade', 'GET /v1/acquirer/eod_statements HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\n', 400, '{"message":"Bad request"}'],
+    ['CONNECT', 'CONNECT upstream:443 HTTP/1.1\r\nHost: upstream:443\r\n\r\n', 400, '{"message":"Bad request"}'],
     ['an oversized head', `GET / HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, 431, '{"message":"Request header fields too large"}'],
   ])('%s is refused with the JSON body, nothing forwarded', async (_name, bytes, status, body) => {
     const before = upstream.received.length;

@@ -41,6 +41,8 @@ function faultyUpstream(): net.Server {
           // An error body that never ends; the gateway answers 404 at once but must not keep the socket.
           socket.write('HTTP/1.1 404 Not Found\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nnope.\r\n');
           return;
+        case 'huge-headers':
+          return void socket.end(`HTTP/1.1 200 OK\r\nX-Big: ${'a'.repeat(20_000)}\r\nContent-Length: 2\r\n\r\n{}`);
         case 'status-099':
           return void socket.end('HTTP/1.1 099 Odd\r\nContent-Length: 0\r\n\r\n');
         case 'reset':
@@ -93,6 +95,7 @@ it.each([
   ['reset before answering', () => request(gateway.url, `${LIST}?mode=reset`, bearer(key)), 502, '{"message":"Bad gateway"}'],
   ['answering garbage', () => request(gateway.url, `${LIST}?mode=garbage`, bearer(key)), 502, '{"message":"Bad gateway"}'],
   ['silent past UPSTREAM_TIMEOUT_MS', () => request(gateway.url, `${LIST}?mode=silent`, bearer(key)), 504, '{"message":"Gateway timeout"}'],
+  ['sending oversized response headers', () => request(gateway.url, `${LIST}?mode=huge-headers`, bearer(key)), 502, '{"message":"Bad gateway"}'],
   ['answering with status 099', () => request(gateway.url, `${LIST}?mode=status-099`, bearer(key)), 502, '{"message":"Bad gateway"}'],
 ])('an upstream %s gives %i with the documented body', async (_name, send, status, body) => {
   const res = await send();

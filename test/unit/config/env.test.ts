@@ -53,6 +53,7 @@ describe('loadConfig', () => {
     [{ ...base, TRUSTED_PROXIES: '10.0.0.1/8' }, 'TRUSTED_PROXIES: "10.0.0.1/8": host bits are set; did you mean 10.0.0.0/8? (got "10.0.0.1/8")'],
     [{ ...base, REDIS_URL: 'http://x' }, 'REDIS_URL: must use redis:// or rediss://'],
     [{ ...base, UPSTREAM_TIMEOUT_MS: '0' }, 'UPSTREAM_TIMEOUT_MS: must be an integer from 1 to 3600000 (got "0")'],
+    [{ ...base, HEADERS_TIMEOUT_MS: '60000', REQUEST_TIMEOUT_MS: '30000' }, 'HEADERS_TIMEOUT_MS: must not be longer than REQUEST_TIMEOUT_MS'],
     [{ ...base, LOG_LEVEL: 'loud' }, 'LOG_LEVEL: must be one of fatal, error, warn, info, debug, trace, silent (got "loud")'],
   ])('refuses %j with one line naming the variable', (env, line) => {
     expect(problems(env as Record<string, string>)).toEqual([line]);

@@ -1,0 +1,274 @@
+import net from 'node:net';
+import { createKey, runCli, startServe, type ServeProcess } from '../helpers/cli.js';
+import { parseRawResponse } from '../helpers/raw.js';
+import { STATEMENT_ID } from '../helpers/policy.js';
+import { startTestRedis, type TestRedis } from '../helpers/redis.js';
+import { rawHeaderValues, startRecordingUpstream } from './recording-upstream.js';
+
+/**
+ * Hostile requests written as raw bytes (most cannot be produced by an HTTP client library, which
+ * would normalise them), each with its expected safe outcome, against the real gateway and an
+ * upstream that records the exact bytes it receives. Every case asserts the status, the body bytes
+ * and what the upstream received: nothing, or exactly one request with the expected target, exactly
+ * one acquirer header with the key's acquirer, and no credential.
+ */
+type Keys = Record<'acq1' | 'acq2' | 'listOnly' | 'whitelisted' | 'disabled', string>;
+
+interface HostileCase {
+  readonly name: string;
+  readonly request: (k: Keys) => string;
+  /** Local address to send from: 127.0.0.2 is a trusted proxy for this gateway. */
+  readonly from?: string;
+  readonly status: number;
+  /** A HEAD request: the response has headers only. */
+  readonly head?: boolean;
+  /** null: the upstream must receive nothing. */
+  readonly upstream: null | { readonly target: string; readonly acquirer: 'acq_1' | 'acq_2' };
+}
+
+const LIST = '/v1/acquirer/eod_statements';
+const CSV = `/v1/acquirer/eod_statements/${STATEMENT_ID}.csv`;
+const BODIES: Record<number, string> = {
+  400: '{"message":"Bad request"}',
+  401: '{"message":"Invalid authentication information"}',
+  403: '{"message":"Unauthorized"}',
+  404: '{"message":"Not found"}',
+  431: '{"message":"Request header fields too large"}',
+  200: '{"upstream":1}',
+};
+
+/** A request head: request line, Host, then the given header lines. */
+const req = (line: string, ...headers: string[]) => `${line}\r\nHost: gateway\r\n${headers.map((h) => h + '\r\n').join('')}\r\n`;
+const get = (target: string, ...headers: string[]) => req(`GET ${target} HTTP/1.1`, ...headers);
+const auth = (key: string) => `Authorization: Bearer ${key}`;
+const ok = (target: string, acquirer: 'acq_1' | 'acq_2' = 'acq_1') => ({ status: 200, upstream: { target, acquirer } }) as const;
+const refused = (status: number) => ({ status, upstream: null }) as const;
+
+const GROUPS: Record<string, HostileCase[]> = {
+  'bearer parsing': [
+    { name: 'no Authorization', request: () => get(LIST), ...refused(401) },
+    { name: 'empty Authorization', request: () => get(LIST, 'Authorization: '), ...refused(401) },
+    { name: 'scheme only', request: () => get(LIST, 'Authorization: Bearer'), ...refused(401) },
+    { name: 'scheme and spaces', request: () => get(LIST, 'Authorization: Bearer    '), ...refused(401) },
+    { name: 'lower-case scheme', request: (k) => get(LIST, `Authorization: bearer ${k.acq1}`), ...ok(LIST) },
+    { name: 'upper-case scheme', request: (k) => get(LIST, `Authorization: BEARER ${k.acq1}`), ...ok(LIST) },
+    { name: 'tab between scheme and key', request: (k) => get(LIST, `Authorization: Bearer\t${k.acq1}`), ...refused(401) },
+    { name: 'Basic scheme with the key', request: (k) => get(LIST, `Authorization: Basic ${k.acq1}`), ...refused(401) },
+    { name: 'key followed by junk', request: (k) => get(LIST, `Authorization: Bearer ${k.acq1} junk`), ...refused(401) },
+    { name: 'two keys, comma', request: (k) => get(LIST, `Authorization: Bearer ${k.acq1},${k.acq2}`), ...refused(401) },
+    { name: 'duplicate Authorization, same key', request: (k) => get(LIST, auth(k.acq1), auth(k.acq1)), ...refused(400) },
+    { name: 'duplicate Authorization, valid then invalid', request: (k) => get(LIST, auth(k.acq1), 'Authorization: Bearer nope'), ...refused(400) },
+    { name: 'duplicate Authorization, invalid then valid', request: (k) => get(LIST, 'Authorization: Basic x', auth(k.acq2)), ...refused(400) },
+    { name: 'the spec example prefix', request: () => get(LIST, `Authorization: Bearer acquirer_api_key_${'A'.repeat(43)}`), ...refused(401) },
+    { name: 'a short key', request: () => get(LIST, `Authorization: Bearer acquirer_key_${'A'.repeat(20)}`), ...refused(401) },
+    { name: 'a key with +/ (not base64url)', request: () => get(LIST, `Authorization: Bearer acquirer_key_${'A+/'.repeat(15)}`), ...refused(401) },
+    { name: 'an unknown well-formed key', request: () => get(LIST, auth(`acquirer_key_${'Z'.repeat(43)}`)), ...refused(401) },
+    { name: 'a disabled key', request: (k) => get(LIST, auth(k.disabled)), ...refused(401) },
+    { name: 'a key used from outside its whitelist', request: (k) => get(LIST, auth(k.whitelisted)), ...refused(401) },
+    { name: 'Proxy-Authorization instead', request: (k) => get(LIST, `Proxy-Authorization: Bearer ${k.acq1}`), ...refused(401) },
+    { name: 'key in the query string', request: (k) => get(`${LIST}?access_token=${k.acq1}`), ...refused(401) },
+    { name: 'NUL in the key', request: (k) => get(LIST, `Authorization: Bearer ${k.acq1}\u0000`), ...refused(400) },
+  ],
+  'path canonicalisation': [
+    { name: 'the list, plain', request: (k) => get(LIST, auth(k.acq1)), ...ok(LIST) },
+    { name: 'query passed unchanged', request: (k) => get(`${LIST}?page=2&sort=-date&q=a%20b`, auth(k.acq1)), ...ok(`${LIST}?page=2&sort=-date&q=a%20b`) },
+    { name: 'empty query', request: (k) => get(`${LIST}?`, auth(k.acq1)), ...ok(`${LIST}?`) },
+    { name: 'the download, plain', request: (k) => get(CSV, auth(k.acq1)), ...ok(CSV) },
+    { name: 'by date, plain', request: (k) => get('/v1/acquirer/eod_statements/by_date/2024-02-29.csv', auth(k.acq1)), ...ok('/v1/acquirer/eod_statements/by_date/2024-02-29.csv') },
+    { name: 'dot segment', request: (k) => get('/v1/acquirer/./eod_statements', auth(k.acq1)), ...refused(404) },
+    { name: 'parent segment', request: (k) => get('/v1/acquirer/x/../eod_statements', auth(k.acq1)), ...refused(404) },
+    { name: 'parent segment at the end', request: (k) => get(`${LIST}/${STATEMENT_ID}.csv/..`, auth(k.acq1)), ...refused(404) },
+    { name: 'encoded dots', request: (k) => get('/v1/acquirer/x/%2e%2e/eod_statements', auth(k.acq1)), ...refused(404) },
+    { name: 'upper-case encoded dots', request: (k) => get('/v1/acquirer/x/%2E%2E/eod_statements', auth(k.acq1)), ...refused(404) },
+    { name: 'double-encoded dots', request: (k) => get('/v1/acquirer/x/%252e%252e/eod_statements', auth(k.acq1)), ...refused(404) },
+    { name: 'encoded slash', request: (k) => get('/v1/acquirer%2Feod_statements', auth(k.acq1)), ...refused(404) },
+    { name: 'encoded backslash', request: (k) => get('/v1/acquirer%5Ceod_statements', auth(k.acq1)), ...refused(404) },
+    { name: 'encoded unreserved character', request: (k) => get('/v1/acquirer/eod%5Fstatements', auth(k.acq1)), ...refused(404) },
+    { name: 'encoded NUL', request: (k) => get(`${LIST}%00`, auth(k.acq1)), ...refused(404) },
+    { name: 'backslashes', request: (k) => get('/v1\\acquirer\\eod_statements', auth(k.acq1)), ...refused(404) },
+    { name: 'empty segment', request: (k) => get('/v1/acquirer//eod_statements', auth(k.acq1)), ...refused(404) },
+    { name: 'leading double slash', request: (k) => get('//v1/acquirer/eod_statements', auth(k.acq1)), ...refused(404) },
+    { name: 'trailing slash', request: (k) => get(`${LIST}/`, auth(k.acq1)), ...refused(404) },
+    { name: 'path parameter', request: (k) => get(`${LIST};jsessionid=1`, auth(k.acq1)), ...refused(404) },
+    { name: 'path parameter in a segment', request: (k) => get('/v1/acquirer;x=1/eod_statements', auth(k.acq1)), ...refused(404) },
+    { name: 'fragment', request: (k) => get(`${LIST}#x`, auth(k.acq1)), ...refused(404) },
+    { name: 'fragment in the query', request: (k) => get(`${LIST}?a=1#x`, auth(k.acq1)), ...refused(404) },
+    { name: 'absolute-form target', request: (k) => get(`http://upstream${LIST}`, auth(k.acq1)), ...refused(404) },
+    { name: 'absolute-form target, https', request: (k) => get(`https://gateway${LIST}`, auth(k.acq1)), ...refused(404) },
+    { name: 'asterisk-form target', request: (k) => req('GET * HTTP/1.1', auth(k.acq1)), ...refused(404) },
+    { name: 'upper-case path', request: (k) => get('/V1/ACQUIRER/EOD_STATEMENTS', auth(k.acq1)), ...refused(404) },
+    { name: 'upper-case statement id', request: (k) => get(CSV.toUpperCase().replace('/V1/ACQUIRER/EOD_STATEMENTS', LIST).replace('.CSV', '.csv'), auth(k.acq1)), ...refused(404) },
+    { name: 'upper-case extension', request: (k) => get(CSV.replace('.csv', '.CSV'), auth(k.acq1)), ...refused(404) },
+    { name: 'statement id without extension', request: (k) => get(`${LIST}/${STATEMENT_ID}`, auth(k.acq1)), ...refused(404) },
+    { name: 'not a UUID', request: (k) => get(`${LIST}/../admin.csv`, auth(k.acq1)), ...refused(404) },
+    { name: 'impossible date', request: (k) => get('/v1/acquirer/eod_statements/by_date/2023-02-29.csv', auth(k.acq1)), ...refused(404) },
+    { name: 'non-ASCII bytes in the path', request: (k) => get(`${LIST}\u00e9`, auth(k.acq1)), ...refused(400) },
+    { name: 'fullwidth dot (raw UTF-8)', request: (k) => get(`/v1/acquirer/\u00ef\u00bc\u008e\u00ef\u00bc\u008e/eod_statements`, auth(k.acq1)), ...refused(400) },
+    { name: 'unknown path', request: (k) => get('/v1/acquirer/merchants', auth(k.acq1)), ...refused(404) },
+    { name: 'root', request: (k) => get('/', auth(k.acq1)), ...refused(404) },
+    { name: 'admin path on the public port', request: (k) => get('/metrics', auth(k.acq1)), ...refused(404) },
+  ],
+  'object-level authorisation across acquirers': [
+    { name: 'acq_2 lists: upstream sees acq_2', request: (k) => get(LIST, auth(k.acq2)), ...ok(LIST, 'acq_2') },
+    { name: 'acq_2 claims acq_1 by header', request: (k) => get(LIST, auth(k.acq2), 'X-Acquirer-Id: acq_1'), ...ok(LIST, 'acq_2') },
+    { name: 'acq_2 downloads acq_1\'s id: judged by upstream as acq_2', request: (k) => get(CSV, auth(k.acq2)), ...ok(CSV, 'acq_2') },
+    { name: 'acq_2 claims acq_1 in the query', request: (k) => get(`${LIST}?acquirer_id=acq_1`, auth(k.acq2)), ...ok(`${LIST}?acquirer_id=acq_1`, 'acq_2') },
+    { name: 'list-only key downloads', request: (k) => get(CSV, auth(k.listOnly)), ...refused(403) },
+    { name: 'list-only key lists (needs both)', request: (k) => get(LIST, auth(k.listOnly)), ...refused(403) },
+  ],
+  methods: [
+    { name: 'HEAD (no body, by HTTP)', request: (k) => req(`HEAD ${LIST} HTTP/1.1`, auth(k.acq1)), ...refused(404), head: true },
+    ...['POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'TRACE', 'PROPFIND', 'PURGE'].map((method) => ({
+      name: method,
+      request: (k: Keys) => req(`${method} ${LIST} HTTP/1.1`, auth(k.acq1), 'Content-Length: 0'),
+      ...refused(404),
+    })),
+    { name: 'lower-case get', request: (k) => req(`get ${LIST} HTTP/1.1`, auth(k.acq1)), ...refused(400) },
+    { name: 'method override header', request: (k) => get(LIST, auth(k.acq1), 'X-HTTP-Method-Override: DELETE'), ...ok(LIST) },
+    { name: 'GET with a body', request: (k) => get(LIST, auth(k.acq1), 'Content-Length: 5').slice(0, -0) + 'hello', ...refused(400) },
+    { name: 'GET with a chunked body', request: (k) => get(LIST, auth(k.acq1), 'Transfer-Encoding: chunked') + '5\r\nhello\r\n0\r\n\r\n', ...refused(400) },
+    { name: 'CONNECT', request: () => 'CONNECT upstream:80 HTTP/1.1\r\nHost: upstream:80\r\n\r\n', ...refused(400) },
+  ],
+  'identity headers and hop-by-hop': [
+    { name: 'X-Acquirer-Id', request: (k) => get(LIST, auth(k.acq1), 'X-Acquirer-Id: acq_2'), ...ok(LIST) },
+    { name: 'x-acquirer-id lower case', request: (k) => get(LIST, auth(k.acq1), 'x-acquirer-id: acq_2'), ...ok(LIST) },
+    { name: 'X-ACQUIRER-ID upper case', request: (k) => get(LIST, auth(k.acq1), 'X-ACQUIRER-ID: acq_2'), ...ok(LIST) },
+    { name: 'underscore spelling', request: (k) => get(LIST, auth(k.acq1), 'X_Acquirer_Id: acq_2'), ...ok(LIST) },
+    { name: 'dot spelling', request: (k) => get(LIST, auth(k.acq1), 'X.Acquirer.Id: acq_2'), ...ok(LIST) },
+    { name: 'no separators', request: (k) => get(LIST, auth(k.acq1), 'XAcquirerId: acq_2'), ...ok(LIST) },
+    { name: 'duplicated', request: (k) => get(LIST, auth(k.acq1), 'X-Acquirer-Id: acq_2', 'X-Acquirer-Id: acq_3'), ...ok(LIST) },
+    { name: 'empty value', request: (k) => get(LIST, auth(k.acq1), 'X-Acquirer-Id:'), ...ok(LIST) },
+    { name: 'nominated in Connection', request: (k) => get(LIST, auth(k.acq1), 'Connection: keep-alive, X-Acquirer-Id'), ...ok(LIST) },
+    { name: 'Connection nominates a custom header', request: (k) => get(LIST, auth(k.acq1), 'Connection: X-Secret', 'X-Secret: 1'), ...ok(LIST) },
+    { name: 'Forwarded', request: (k) => get(LIST, auth(k.acq1), 'Forwarded: for=10.0.0.1;host=internal'), ...ok(LIST) },
+    { name: 'X-Forwarded-*', request: (k) => get(LIST, auth(k.acq1), 'X-Forwarded-For: 10.0.0.1', 'X-Forwarded-Host: internal', 'X-Forwarded-Proto: https'), ...ok(LIST) },
+    { name: 'X-Real-IP', request: (k) => get(LIST, auth(k.acq1), 'X-Real-IP: 10.0.0.1'), ...ok(LIST) },
+    { name: 'X-Original-URL', request: (k) => get(LIST, auth(k.acq1), 'X-Original-URL: /admin'), ...ok(LIST) },
+    { name: 'X-Rewrite-URL', request: (k) => get(LIST, auth(k.acq1), 'X-Rewrite-URL: /admin'), ...ok(LIST) },
+    { name: 'TE: trailers', request: (k) => get(LIST, auth(k.acq1), 'TE: trailers'), ...ok(LIST) },
+    { name: 'Keep-Alive', request: (k) => get(LIST, auth(k.acq1), 'Keep-Alive: timeout=999'), ...ok(LIST) },
+    { name: 'Proxy-Connection', request: (k) => get(LIST, auth(k.acq1), 'Proxy-Connection: keep-alive'), ...ok(LIST) },
+    { name: 'client X-Request-Id with CRLF attempt is one header', request: (k) => get(LIST, auth(k.acq1), 'X-Request-Id: abc'), ...ok(LIST) },
+    { name: 'Upgrade: websocket', request: (k) => get(LIST, auth(k.acq1), 'Connection: Upgrade', 'Upgrade: websocket', 'Sec-WebSocket-Version: 13', 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ=='), ...refused(400) },
+    { name: 'Upgrade: h2c', request: (k) => get(LIST, auth(k.acq1), 'Connection: Upgrade, HTTP2-Settings', 'Upgrade: h2c', 'HTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA'), ...refused(400) },
+    { name: 'duplicate Host', request: (k) => `GET ${LIST} HTTP/1.1\r\nHost: a\r\nHost: b\r\n${auth(k.acq1)}\r\n\r\n`, ...refused(400) },
+    { name: 'no Host', request: (k) => `GET ${LIST} HTTP/1.1\r\n${auth(k.acq1)}\r\n\r\n`, ...refused(400) },
+    { name: 'obs-fold continuation', request: (k) => get(LIST, auth(k.acq1), 'X-Acquirer-Id: acq_1', ' acq_2'), ...refused(400) },
+    { name: 'space before colon', request: (k) => get(LIST, auth(k.acq1), 'X-Acquirer-Id : acq_2'), ...refused(400) },
+  ],
+  'client address and whitelist': [
+    { name: 'whitelisted key, spoofed X-Forwarded-For from an untrusted peer', request: (k) => get(LIST, auth(k.whitelisted), 'X-Forwarded-For: 203.0.113.5'), ...refused(401) },
+    { name: 'whitelisted key via a trusted proxy', from: '127.0.0.2', request: (k) => get(LIST, auth(k.whitelisted), 'X-Forwarded-For: 203.0.113.5'), ...ok(LIST) },
+    { name: 'trusted proxy, right-most hop outside the whitelist', from: '127.0.0.2', request: (k) => get(LIST, auth(k.whitelisted), 'X-Forwarded-For: 203.0.113.5, 198.51.100.1'), ...refused(401) },
+    { name: 'trusted proxy, whitelisted hop after a spoofed one', from: '127.0.0.2', request: (k) => get(LIST, auth(k.whitelisted), 'X-Forwarded-For: 198.51.100.1, 203.0.113.5'), ...ok(LIST) },
+    { name: 'trusted proxy, unparseable hop', from: '127.0.0.2', request: (k) => get(LIST, auth(k.whitelisted), 'X-Forwarded-For: 203.0.113.5, nonsense'), ...refused(401) },
+    { name: 'trusted proxy, hop with a port', from: '127.0.0.2', request: (k) => get(LIST, auth(k.whitelisted), 'X-Forwarded-For: 203.0.113.5:443'), ...refused(401) },
+    { name: 'trusted proxy, Forwarded is not believed', from: '127.0.0.2', request: (k) => get(LIST, auth(k.whitelisted), 'Forwarded: for=203.0.113.5'), ...refused(401) },
+    { name: 'X-Real-IP is not believed', from: '127.0.0.2', request: (k) => get(LIST, auth(k.whitelisted), 'X-Real-IP: 203.0.113.5'), ...refused(401) },
+    { name: 'two X-Forwarded-For headers are read as one chain', from: '127.0.0.2', request: (k) => get(LIST, auth(k.whitelisted), 'X-Forwarded-For: 203.0.113.5', 'X-Forwarded-For: 198.51.100.1'), ...refused(401) },
+  ],
+  'framing and smuggling': [
+    { name: 'Content-Length and Transfer-Encoding', request: (k) => get(LIST, auth(k.acq1), 'Content-Length: 4', 'Transfer-Encoding: chunked') + '0\r\n\r\n', ...refused(400) },
+    { name: 'two Content-Length values', request: (k) => get(LIST, auth(k.acq1), 'Content-Length: 0', 'Content-Length: 5') + 'hello', ...refused(400) },
+    { name: 'signed Content-Length', request: (k) => get(LIST, auth(k.acq1), 'Content-Length: +0'), ...refused(400) },
+    { name: 'Transfer-Encoding not chunked', request: (k) => get(LIST, auth(k.acq1), 'Transfer-Encoding: xchunked'), ...refused(400) },
+    { name: 'Transfer-Encoding identity', request: (k) => get(LIST, auth(k.acq1), 'Transfer-Encoding: identity'), ...refused(400) },
+    { name: 'smuggled request in a GET body', request: (k) => get(LIST, auth(k.acq1), 'Content-Length: 44') + `GET /v1/acquirer/merchants HTTP/1.1\r\nHost: x\r\n\r\n`, ...refused(400) },
+    { name: 'bare LF line endings', request: (k) => `GET ${LIST} HTTP/1.1\nHost: x\n${auth(k.acq1)}\n\n`, ...refused(400) },
+    { name: 'HTTP/0.9 style request', request: () => `GET ${LIST}\r\n\r\n`, ...refused(400) },
+    { name: 'unknown HTTP version', request: (k) => req(`GET ${LIST} HTTP/2.0`, auth(k.acq1)), ...refused(400) },
+    { name: 'header name with a space', request: (k) => get(LIST, auth(k.acq1), 'X Acquirer: acq_2'), ...refused(400) },
+    { name: 'control character in a header value', request: (k) => get(LIST, auth(k.acq1), 'X-Test: a\u0001b'), ...refused(400) },
+    { name: 'HTTP/1.0 without Host', request: (k) => `GET ${LIST} HTTP/1.0\r\n${auth(k.acq1)}\r\n\r\n`, ...ok(LIST) },
+  ],
+  'resource limits': [
+    { name: 'a 20 KiB header', request: (k) => get(LIST, auth(k.acq1), `X-Big: ${'a'.repeat(20_000)}`), ...refused(431) },
+    { name: '101 header lines', request: (k) => get(LIST, auth(k.acq1), ...Array.from({ length: 100 }, (_, i) => `X-H${i}: 1`)), ...refused(431) },
+    { name: '99 header lines are fine', request: (k) => get(LIST, auth(k.acq1), ...Array.from({ length: 97 }, (_, i) => `X-H${i}: 1`)), ...ok(LIST) },
+    { name: 'a 10 KiB path', request: (k) => get(`${LIST}/${'a'.repeat(10_000)}`, auth(k.acq1)), ...refused(404) },
+  ],
+};
+
+let redis: TestRedis;
+let upstream: Awaited<ReturnType<typeof startRecordingUpstream>>;
+let gateway: ServeProcess;
+let keys: Keys;
+
+beforeAll(async () => {
+  redis = await startTestRedis();
+  upstream = await startRecordingUpstream();
+  const env = { REDIS_URL: redis.url, REDIS_KEY_PREFIX: redis.prefix };
+  const make = async (acquirer: string, permissions: string[], allowIp?: string[]) =>
+    createKey(env, { acquirer, permissions, ...(allowIp ? { allowIp } : {}) });
+  const [acq1, acq2, listOnly, whitelisted, disabled] = await Promise.all([
+    make('acq_1', ['eod_list', 'eod_read']),
+    make('acq_2', ['eod_list', 'eod_read']),
+    make('acq_1', ['eod_list']),
+    make('acq_1', ['eod_list', 'eod_read'], ['203.0.113.0/24']),
+    make('acq_1', ['eod_list', 'eod_read']),
+  ]);
+  expect((await runCli(['keys', 'disable', disabled!.id], env)).code).toBe(0);
+  keys = { acq1: acq1!.key, acq2: acq2!.key, listOnly: listOnly!.key, whitelisted: whitelisted!.key, disabled: disabled!.key };
+  gateway = await startServe({ ...env, UPSTREAM_URL: upstream.url, TRUSTED_PROXIES: '127.0.0.2' });
+}, 30_000);
+
+afterAll(async () => {
+  await gateway?.stop();
+  await upstream?.close();
+  await redis?.stop();
+});
+
+/** Sends the bytes on a fresh connection; returns the first response once complete (or what came before close). */
+function send(bytes: string, from?: string, head = false): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect({ port: gateway.port, host: '127.0.0.1', ...(from ? { localAddress: from } : {}) });
+    let received = '';
+    const done = () => {
+      socket.destroy();
+      resolve(received);
+    };
+    socket.setTimeout(3000, done);
+    socket.on('data', (d: Buffer) => {
+      received += d.toString('latin1');
+      const end = received.indexOf('\r\n\r\n');
+      const length = /\r\ncontent-length: *(\d+)/i.exec(received.slice(0, end));
+      if (end !== -1 && (head || (length && received.length >= end + 4 + Number(length[1])))) done();
+    });
+    socket.on('close', () => resolve(received));
+    socket.on('error', (err) => (received ? resolve(received) : reject(err)));
+    socket.write(Buffer.from(bytes, 'latin1'));
+  });
+}
+
+const all = Object.entries(GROUPS).flatMap(([group, cases]) => cases.map((c) => [group, c.name, c] as const));
+
+it('has at least 100 cases', () => {
+  expect(all.length).toBeGreaterThanOrEqual(100);
+});
+
+describe.each(Object.keys(GROUPS))('%s', (group) => {
+  it.each(GROUPS[group]!.map((c) => [c.name, c] as const))('%s', async (_name, hostile) => {
+    const before = upstream.received.length;
+    const raw = await send(hostile.request(keys), hostile.from, hostile.head);
+    const response = parseRawResponse(hostile.head ? raw.slice(0, raw.indexOf('\r\n\r\n') + 4) : raw);
+    expect(response.status).toBe(hostile.status);
+    expect(response.body).toBe(hostile.head ? '' : BODIES[hostile.status]);
+    if (hostile.head) expect(response.headers['content-length']).toBe(String(BODIES[hostile.status]!.length));
+    expect(response.headers['content-type']).toBe(hostile.status === 200 ? 'application/json' : 'application/json; charset=utf-8');
+    const seen = upstream.received.slice(before);
+    if (hostile.upstream === null) {
+      expect(seen).toEqual([]);
+      return;
+    }
+    expect(seen).toHaveLength(1);
+    const [forwarded] = seen;
+    expect(forwarded!.requestLine).toBe(`GET ${hostile.upstream.target} HTTP/1.1`);
+    const identity = forwarded!.headerLines.filter((l) => l.slice(0, l.indexOf(':')).replace(/[-_.]/g, '').toLowerCase() === 'xacquirerid');
+    expect(identity).toEqual([`x-acquirer-id: ${hostile.upstream.acquirer}`]);
+    expect(rawHeaderValues(forwarded!, 'authorization')).toEqual([]);
+    for (const name of ['forwarded', 'x-forwarded-for', 'x-forwarded-host', 'x-forwarded-proto', 'x-real-ip', 'x-original-url', 'x-rewrite-url', 'x-http-method-override', 'te', 'keep-alive', 'proxy-connection', 'x-secret', 'upgrade', 'transfer-encoding']) {
+      expect(rawHeaderValues(forwarded!, name)).toEqual([]);
+    }
+    expect(rawHeaderValues(forwarded!, 'host')).toHaveLength(1);
+  });
+});
