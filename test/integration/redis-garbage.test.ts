@@ -1,0 +1,45 @@
+import net from 'node:net';
+import { createKey, startServe, type ServeProcess } from '../helpers/cli.js';
+import { bearer, request } from '../helpers/http.js';
+import { startTestRedis, type TestRedis } from '../helpers/redis.js';
+import { startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
+import { waitFor } from '../helpers/wait.js';
+
+/** A Redis stand-in that answers every command with bytes that are not RESP. */
+let fake: net.Server;
+let fakePort: number;
+let redis: TestRedis;
+let upstream: RecordingUpstream;
+let gateway: ServeProcess;
+
+beforeAll(async () => {
+  redis = await startTestRedis();
+  upstream = await startUpstream();
+  fake = net.createServer((socket) => {
+    socket.on('error', () => {});
+    socket.on('data', () => socket.write('this is not the Redis protocol\r\n'));
+  });
+  await new Promise<void>((resolve) => fake.listen(0, '127.0.0.1', () => resolve()));
+  fakePort = (fake.address() as net.AddressInfo).port;
+  gateway = await startServe({ REDIS_URL: `redis://127.0.0.1:${fakePort}`, REDIS_KEY_PREFIX: redis.prefix, UPSTREAM_URL: upstream.url, REDIS_COMMAND_TIMEOUT_MS: '300' });
+}, 30_000);
+
+afterAll(async () => {
+  await gateway.stop();
+  await new Promise((resolve) => fake.close(resolve));
+  await upstream.close();
+  await redis.stop();
+});
+
+it('Redis answering garbage: 503 within the bound, never an allow, and the gateway stays up', async () => {
+  // A real key (in the real Redis): the gateway cannot see it through the garbage, so it must refuse.
+  const { key } = await createKey({ REDIS_URL: redis.url, REDIS_KEY_PREFIX: redis.prefix }, { acquirer: 'acq_1', permissions: ['eod_list', 'eod_read'] });
+  for (let i = 0; i < 5; i++) {
+    const res = await request(gateway.url, '/v1/acquirer/eod_statements', bearer(key));
+    expect(res.status).toBe(503);
+    expect(res.body.toString()).toBe('{"message":"Service unavailable"}');
+  }
+  expect(upstream.received).toEqual([]);
+  await waitFor(async () => (await request(gateway.adminUrl, '/readyz')).status === 503, { what: 'not ready' });
+  expect((await request(gateway.adminUrl, '/healthz')).status).toBe(200);
+});
