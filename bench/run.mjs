@@ -7,21 +7,14 @@ import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
-import express from 'express';
-import { createProxyMiddleware } from 'http-proxy-middleware';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const cli = path.join(here, '..', 'dist', 'cli.js');
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 5);
 const LIST = '/v1/acquirer/eod_statements';
-const LIST_BODY = JSON.stringify({
-  eod_statements: Array.from({ length: 10 }, (_, i) => ({ id: `00000000-0000-4000-8000-00000000000${i}`, csv_file: `/v1/acquirer/eod_statements/${i}.csv`, date: '2026-11-21T00:00:00+00:00', created_at: '2026-11-21T23:30:00Z', updated_at: '2026-11-21T23:30:00Z' })),
-  meta: { current_page: 1, next_page: null, prev_page: null, total_pages: 1, total_count: 10 },
-});
 
 const freePort = () => new Promise((resolve) => { const s = net.createServer().listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); }); });
-const listen = (server) => new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server.address().port)));
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 async function waitFor(check, what, ms = 10_000) {
   const deadline = Date.now() + ms;
@@ -30,17 +23,20 @@ async function waitFor(check, what, ms = 10_000) {
 }
 const get = (url, headers = {}) => new Promise((resolve, reject) => http.get(url, { headers }, (r) => { r.resume(); r.on('end', () => resolve(r.statusCode)); }).on('error', reject));
 
-// The upstream: plain node:http, the JSON list.
-const origin = http.createServer((req, res) => { res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(LIST_BODY) }); res.end(LIST_BODY); });
-const originPort = await listen(origin);
-const originUrl = `http://127.0.0.1:${originPort}`;
+/** Starts a script of this folder as its own process; resolves to its port (its first line of output). */
+function startScript(script, ...args) {
+  const child = spawn(process.execPath, [path.join(here, script), ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+  return new Promise((resolve, reject) => {
+    child.stdout.once('data', (d) => resolve({ child, port: Number(d.toString().trim()) }));
+    child.once('exit', (code) => reject(new Error(`${script} exited with ${code}`)));
+  });
+}
 
-// The floor of the stack: Express 5 + http-proxy-middleware, no checks, keep-alive agent.
-const floorApp = express();
-floorApp.disable('x-powered-by');
-floorApp.use(createProxyMiddleware({ target: originUrl, agent: new http.Agent({ keepAlive: true, maxSockets: 256 }) }));
-const floor = http.createServer(floorApp);
-const floorPort = await listen(floor);
+// Every server in its own process: in the load generator's process they would compete with it.
+const origin = await startScript('origin.mjs');
+const originUrl = `http://127.0.0.1:${origin.port}`;
+const floor = await startScript('floor.mjs', originUrl);
+const floorPort = floor.port;
 
 // Redis and the gateway, keys made through the CLI.
 if (spawnSync('redis-server', ['--version']).status !== 0) throw new Error('redis-server is needed on PATH');
@@ -84,8 +80,8 @@ for (const connections of [1, 50]) {
 
 gateway.kill('SIGTERM');
 redis.kill('SIGKILL');
-origin.close();
-floor.close();
+origin.child.kill();
+floor.child.kill();
 
 const lines = [
   `| scenario | gateway / floor (rps) | gateway / upstream (rps) | p50 added over upstream | p99 added over upstream | medians: upstream, floor, gateway rps | load generator CPU |`,
