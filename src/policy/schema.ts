@@ -52,4 +52,3 @@ export const policySchema = z.strictObject({
 });
 
 export type PolicyDocument = z.infer<typeof policySchema>;
-export type RouteDocument = z.infer<typeof routeSchema>;
