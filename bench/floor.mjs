@@ -8,3 +8,5 @@ app.disable('x-powered-by');
 app.use(createProxyMiddleware({ target: process.argv[2], agent: new http.Agent({ keepAlive: true, maxSockets: 256 }) }));
 const server = http.createServer(app);
 server.listen(0, '127.0.0.1', () => process.stdout.write(`${server.address().port}\n`));
+// A clean exit on SIGTERM, so that `node --cpu-prof` writes its profile.
+process.once('SIGTERM', () => process.exit(0));

@@ -1,96 +1,310 @@
-// Benchmark: the gateway against the floor of its stack and the upstream itself, on loopback.
-// Every figure is a ratio to a reference measured in the same run, rounds interleaved (A B C A B C …).
-// Scenarios so far: the JSON list at 1 and at 50 connections. See bench/README.md for what is missing.
-import { spawn, spawnSync } from 'node:child_process';
+// The benchmark: the gateway against the floor of its stack (bare Express + http-proxy-middleware),
+// nginx with a static key check, and the upstream itself, all on loopback, each its own process.
+// Every figure is a ratio to (or a difference from) a reference measured in the same run, with rounds
+// interleaved (A B C A B C …); medians of the absolute numbers follow for the record.
+// Settings: see bench/README.md.
+import { createHash } from 'node:crypto';
 import http from 'node:http';
-import net from 'node:net';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import autocannon from 'autocannon';
+import os from 'node:os';
+import { drive, loadGenerator } from './lib/load.mjs';
+import { cpuSeconds, gatewayCli, get, peakRssDuring, rss, startGateway, startNginx, startRedis, startScript, stopAll } from './lib/services.mjs';
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const cli = path.join(here, '..', 'dist', 'cli.js');
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
-const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 5);
+const env = process.env;
+const ROUNDS = Number(env.BENCH_ROUNDS ?? 3);
+const DURATION_S = Number(env.BENCH_DURATION_S ?? 5);
+const CSV_BYTES = Number(env.BENCH_CSV_BYTES ?? 1024 ** 3);
+const FLOOD_REQUESTS = Number(env.BENCH_FLOOD_REQUESTS ?? 10_000);
+const SOAK_REQUESTS = Number(env.BENCH_SOAK_REQUESTS ?? 1_000_000);
+const SOAK_CHUNK_S = Number(env.BENCH_SOAK_CHUNK_S ?? 10);
+const SOAK_CONNECTIONS = Number(env.BENCH_SOAK_CONNECTIONS ?? 10);
+const KEY_CACHE_TTL_MS = 60_000; // the gateway's default, which this run keeps
+const SCENARIOS = new Set((env.BENCH_SCENARIOS ?? 'list,csv,flood,disable,soak,cores').split(','));
 const LIST = '/v1/acquirer/eod_statements';
+const CSV = '/v1/acquirer/eod_statements/00000000-0000-4000-8000-000000000001.csv';
+const MiB = 1024 * 1024;
 
-const freePort = () => new Promise((resolve) => { const s = net.createServer().listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); }); });
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-async function waitFor(check, what, ms = 10_000) {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) { if (await check().catch(() => false)) return; await new Promise((r) => setTimeout(r, 50)); }
-  throw new Error(`timed out waiting for ${what}`);
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+const log = (...args) => console.error('bench:', ...args);
+const rows = [];
+/** One line of the results table. `met` is true, false, or null where there is no target. */
+const row = (scenario, figure, gateway, reference, comparison, target = '', met = null) =>
+  rows.push({ scenario, figure, gateway, reference, comparison, target, met });
+
+/** Runs `measure` for every target, ROUNDS times, interleaved; returns the samples by target name. */
+async function interleaved(targets, measure, rounds = ROUNDS) {
+  const samples = Object.fromEntries(Object.keys(targets).map((name) => [name, []]));
+  for (let round = 0; round < rounds; round++) {
+    for (const [name, target] of Object.entries(targets)) samples[name].push(await measure(target, name));
+  }
+  return samples;
 }
-const get = (url, headers = {}) => new Promise((resolve, reject) => http.get(url, { headers }, (r) => { r.resume(); r.on('end', () => resolve(r.statusCode)); }).on('error', reject));
+const med = (samples, field) => Object.fromEntries(Object.entries(samples).map(([name, xs]) => [name, median(xs.map((x) => x[field]))]));
 
-/** Starts a script of this folder as its own process; resolves to its port (its first line of output). */
-function startScript(script, ...args) {
-  const child = spawn(process.execPath, [path.join(here, script), ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+// ---------------------------------------------------------------------------------------------------
+// The processes.
+const origin = await startScript('origin.mjs', String(CSV_BYTES));
+const floor = await startScript('floor.mjs', origin.url);
+const redis = await startRedis();
+const gwEnv = { REDIS_URL: redis.url, REDIS_KEY_PREFIX: 'bench:', UPSTREAM_URL: origin.url };
+const benchKey = await gatewayCli(gwEnv, 'keys', 'create', '--acquirer', 'acq_bench', '--permissions', 'eod_list,eod_read');
+const auth = { authorization: `Bearer ${benchKey.key}` };
+const gateway = await startGateway(gwEnv);
+const nginx = await startNginx(origin.port, benchKey.key);
+if (nginx === null) log('nginx is not installed (Debian: apt-get install nginx-light): no nginx reference in this run');
+for (const [name, url] of [['gateway', gateway.url], ['floor', floor.url], ...(nginx ? [['nginx', nginx.url]] : [])]) {
+  const { status } = await get(`${url}${LIST}`, auth);
+  if (status !== 200) throw new Error(`${name} answers ${status} to the bench key`);
+}
+
+const listTargets = {
+  upstream: { url: `${origin.url}${LIST}`, pid: origin.child.pid },
+  floor: { url: `${floor.url}${LIST}`, headers: auth, pid: floor.child.pid },
+  ...(nginx ? { nginx: { url: `${nginx.url}${LIST}`, headers: auth, pid: nginx.child.pid } } : {}),
+  gateway: { url: `${gateway.url}${LIST}`, headers: auth, pid: gateway.child.pid },
+};
+/** drive(), plus the CPU the target's processes used per request (µs): steadier than rps on shared cores. */
+async function driveMeasuringCpu(target, options) {
+  const before = cpuSeconds(target.pid);
+  const r = await drive({ ...target, ...options });
+  return { ...r, cpuUs: ((cpuSeconds(target.pid) - before) / r.requests) * 1e6 };
+}
+const refs = (m, unit, digits = 0) => Object.entries(m).filter(([n]) => n !== 'gateway').map(([n, v]) => `${n} ${v.toFixed(digits)}${unit}`).join(', ');
+const loadCpuNote = (samples) => `load generator CPU ${Math.round(median(samples.gateway.map((s) => s.loadCpu)) * 100)}% of a core`;
+
+// ---------------------------------------------------------------------------------------------------
+// JSON list at 1 and at 50 connections; Redis commands issued while the gateway served a cached key.
+if (SCENARIOS.has('list')) {
+  for (const connections of [1, 50]) {
+    log(`JSON list, ${connections} connection(s)`);
+    let gatewayRequests = 0;
+    let gatewayCommands = 0;
+    let gatewayPings = 0;
+    const scenarioStarted = Date.now();
+    const samples = await interleaved(listTargets, async (target, name) => {
+      const before = redis.commands();
+      if (name === 'gateway') await gateway.metrics(); // resets the event-loop delay histogram
+      const r = await driveMeasuringCpu(target, { connections, durationS: DURATION_S });
+      if (r.failures > 0) throw new Error(`${name}: ${r.failures} failed requests`);
+      if (name === 'gateway') {
+        r.loopDelayP99 = (await gateway.metrics()).acquirer_gateway_nodejs_eventloop_lag_p99_seconds * 1000;
+        const after = redis.commands();
+        gatewayCommands += after.other - before.other;
+        gatewayPings += after.pings - before.pings;
+        gatewayRequests += r.requests;
+      }
+      return r;
+    });
+    // A cached key is fetched again once per KEY_CACHE_TTL_MS (its refresh, not a per-request cost).
+    const refreshes = Math.ceil((Date.now() - scenarioStarted) / KEY_CACHE_TTL_MS);
+    const rps = med(samples, 'rps');
+    const p50 = med(samples, 'p50');
+    const p99 = med(samples, 'p99');
+    const ratio = rps.gateway / rps.floor;
+    const scenario = `JSON list, ${connections} conn`;
+    row(scenario, 'requests/s', rps.gateway.toFixed(0), refs(rps, ''), `${ratio.toFixed(2)}× floor${nginx ? `, ${(rps.gateway / rps.nginx).toFixed(2)}× nginx` : ''}`, connections === 50 ? '≥ 0.9× floor' : '', connections === 50 ? ratio >= 0.9 : null);
+    const cpuUs = med(samples, 'cpuUs');
+    row(scenario, 'CPU per request (its own processes)', `${cpuUs.gateway.toFixed(0)} µs`, refs(cpuUs, ' µs'), `${(cpuUs.gateway / cpuUs.floor).toFixed(2)}× floor`);
+    const addedP50 = p50.gateway - p50.upstream;
+    const addedP99 = p99.gateway - p99.upstream;
+    row(scenario, 'p50 latency', `${p50.gateway.toFixed(3)} ms`, refs(p50, ' ms', 3), `+${addedP50.toFixed(3)} ms over upstream`, connections === 1 ? '≤ +0.25 ms' : '', connections === 1 ? addedP50 <= 0.25 : null);
+    row(scenario, 'p99 latency', `${p99.gateway.toFixed(3)} ms`, refs(p99, ' ms', 3), `+${addedP99.toFixed(3)} ms over upstream`, connections === 1 ? '≤ +1 ms' : '', connections === 1 ? addedP99 <= 1 : null);
+    row(scenario, 'Redis commands per request (cached key)', (gatewayCommands / gatewayRequests).toFixed(6), '', `${gatewayCommands} commands in ${gatewayRequests} requests: the key's TTL refresh, at most ${refreshes} in this scenario's ${((Date.now() - scenarioStarted) / 1000).toFixed(0)} s (and ${gatewayPings} health-check pings, one per connection per second)`, '0 per request', gatewayCommands <= refreshes);
+    row(scenario, 'event-loop delay p99', `${median(samples.gateway.map((s) => s.loopDelayP99)).toFixed(2)} ms`, '', connections === 50 ? 'at saturation: each turn of the loop carries a batch of requests' : '');
+    row(scenario, 'load generator', loadGenerator, '', loadCpuNote(samples));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The CSV download: MiB/s, bytes identical, and the gateway's peak RSS over its idle RSS.
+/** Downloads url; resolves to bytes, seconds and (when asked) the SHA-256 of the body. */
+function download(url, headers, hash) {
   return new Promise((resolve, reject) => {
-    child.stdout.once('data', (d) => resolve({ child, port: Number(d.toString().trim()) }));
-    child.once('exit', (code) => reject(new Error(`${script} exited with ${code}`)));
+    const started = process.hrtime.bigint();
+    http
+      .get(url, { headers, agent: false }, (res) => {
+        if (res.statusCode !== 200) return reject(new Error(`${url}: status ${res.statusCode}`));
+        const digest = hash ? createHash('sha256') : null;
+        let bytes = 0;
+        res.on('data', (chunk) => {
+          bytes += chunk.length;
+          digest?.update(chunk);
+        });
+        res.once('end', () => resolve({ bytes, seconds: Number(process.hrtime.bigint() - started) / 1e9, sha256: digest?.digest('hex') }));
+        res.once('error', reject);
+      })
+      .on('error', reject);
   });
 }
 
-// Every server in its own process: in the load generator's process they would compete with it.
-const origin = await startScript('origin.mjs');
-const originUrl = `http://127.0.0.1:${origin.port}`;
-const floor = await startScript('floor.mjs', originUrl);
-const floorPort = floor.port;
-
-// Redis and the gateway, keys made through the CLI.
-if (spawnSync('redis-server', ['--version']).status !== 0) throw new Error('redis-server is needed on PATH');
-const redisPort = await freePort();
-const redis = spawn('redis-server', ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
-const env = { ...process.env, REDIS_URL: `redis://127.0.0.1:${redisPort}`, REDIS_KEY_PREFIX: 'bench:', LOG_LEVEL: 'warn' };
-await waitFor(async () => spawnSync('redis-cli', ['-p', String(redisPort), 'ping']).stdout?.toString().includes('PONG'), 'redis');
-const created = JSON.parse(spawnSync(process.execPath, [cli, 'keys', 'create', '--acquirer', 'acq_bench', '--permissions', 'eod_list,eod_read'], { env }).stdout.toString());
-const gatewayPort = await freePort();
-const adminPort = await freePort();
-const gateway = spawn(process.execPath, [cli, 'serve'], { env: { ...env, UPSTREAM_URL: originUrl, PORT: String(gatewayPort), HOST: '127.0.0.1', ADMIN_PORT: String(adminPort) }, stdio: 'inherit' });
-await waitFor(async () => (await get(`http://127.0.0.1:${adminPort}/readyz`)) === 200, 'gateway readiness');
-const auth = { authorization: `Bearer ${created.key}` };
-if ((await get(`http://127.0.0.1:${gatewayPort}${LIST}`, auth)) !== 200) throw new Error('the gateway does not answer 200 with the bench key');
-
-const targets = {
-  upstream: { url: `${originUrl}${LIST}`, headers: {} },
-  floor: { url: `http://127.0.0.1:${floorPort}${LIST}`, headers: auth },
-  gateway: { url: `http://127.0.0.1:${gatewayPort}${LIST}`, headers: auth },
-};
-
-async function measure({ url, headers }, connections) {
-  const cpuBefore = process.cpuUsage();
-  const started = process.hrtime.bigint();
-  const result = await autocannon({ url, headers, connections, duration: DURATION_S, pipelining: 1 });
-  const wallUs = Number(process.hrtime.bigint() - started) / 1000;
-  const cpu = process.cpuUsage(cpuBefore);
-  if (result.non2xx > 0 || result.errors > 0) throw new Error(`${url}: ${result.non2xx} non-2xx, ${result.errors} errors`);
-  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, loadCpu: (cpu.user + cpu.system) / wallUs };
-}
-
-const rows = [];
-for (const connections of [1, 50]) {
-  const samples = Object.fromEntries(Object.keys(targets).map((k) => [k, []]));
-  for (let round = 0; round < ROUNDS; round++) {
-    for (const [name, target] of Object.entries(targets)) samples[name].push(await measure(target, connections));
+if (SCENARIOS.has('csv')) {
+  log(`CSV download, ${(CSV_BYTES / MiB).toFixed(0)} MiB`);
+  const csvTargets = Object.fromEntries(Object.entries(listTargets).map(([n, t]) => [n, { ...t, url: t.url.replace(LIST, CSV) }]));
+  const expected = (await download(csvTargets.upstream.url, {}, true)).sha256;
+  const identical = {};
+  for (const [name, t] of Object.entries(csvTargets)) {
+    if (name === 'upstream') continue;
+    const copy = await download(t.url, t.headers ?? {}, true);
+    identical[name] = copy.bytes === CSV_BYTES && copy.sha256 === expected;
   }
-  const med = (name, field) => median(samples[name].map((s) => s[field]));
-  rows.push({ connections, med });
+  const growth = { gateway: [], floor: [] };
+  const samples = await interleaved(csvTargets, async (t, name) => {
+    const pid = name === 'gateway' ? gateway.child.pid : name === 'floor' ? floor.child.pid : null;
+    if (pid === null) return download(t.url, t.headers ?? {}, false).then(toMiBs);
+    const idle = rss(pid);
+    const { result, peak } = await peakRssDuring(pid, () => download(t.url, t.headers ?? {}, false));
+    growth[name].push(peak - idle);
+    return toMiBs(result);
+  });
+  function toMiBs(r) {
+    if (r.bytes !== CSV_BYTES) throw new Error(`short download: ${r.bytes} of ${CSV_BYTES} bytes`);
+    return { mibs: r.bytes / MiB / r.seconds };
+  }
+  const mibs = med(samples, 'mibs');
+  const ratio = mibs.gateway / mibs.floor;
+  const scenario = `CSV, ${(CSV_BYTES / MiB).toFixed(0)} MiB`;
+  row(scenario, 'MiB/s', mibs.gateway.toFixed(0), refs(mibs, ''), `${ratio.toFixed(2)}× floor${nginx ? `, ${(mibs.gateway / mibs.nginx).toFixed(2)}× nginx` : ''}`, '≥ 0.9× floor', ratio >= 0.9);
+  const peakGrowth = Math.max(...growth.gateway);
+  row(scenario, 'peak RSS over idle (largest of rounds)', `${(peakGrowth / MiB).toFixed(1)} MiB`, `floor ${(Math.max(...growth.floor) / MiB).toFixed(1)} MiB`, '', '< 32 MiB', peakGrowth < 32 * MiB);
+  row(scenario, 'bytes identical to upstream', identical.gateway ? 'yes' : 'NO', Object.entries(identical).filter(([n]) => n !== 'gateway').map(([n, ok]) => `${n} ${ok ? 'yes' : 'NO'}`).join(', '), '', 'yes', identical.gateway);
 }
 
-gateway.kill('SIGTERM');
-redis.kill('SIGKILL');
-origin.child.kill();
-floor.child.kill();
+// ---------------------------------------------------------------------------------------------------
+// Floods of unknown keys: Redis commands issued.
+/** Sends `count` requests over `concurrency` keep-alive connections; keyFor(i) gives the i-th key. */
+async function flood(count, keyFor, concurrency = 50) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
+  const statuses = new Map();
+  let next = 0;
+  const one = (key) =>
+    new Promise((resolve, reject) =>
+      http
+        .get(`${gateway.url}${LIST}`, { agent, headers: { authorization: `Bearer ${key}` } }, (res) => {
+          statuses.set(res.statusCode, (statuses.get(res.statusCode) ?? 0) + 1);
+          res.resume();
+          res.once('end', resolve);
+        })
+        .on('error', reject),
+    );
+  const started = process.hrtime.bigint();
+  await Promise.all(Array.from({ length: concurrency }, async () => { while (next < count) await one(keyFor(next++)); }));
+  agent.destroy();
+  return { statuses, seconds: Number(process.hrtime.bigint() - started) / 1e9 };
+}
+const unknownKey = (i) => `acquirer_key_unknown${String(i).padStart(36, '0')}`;
 
-const lines = [
-  `| scenario | gateway / floor (rps) | gateway / upstream (rps) | p50 added over upstream | p99 added over upstream | medians: upstream, floor, gateway rps | load generator CPU |`,
-  `|---|---|---|---|---|---|---|`,
-];
-for (const { connections, med } of rows) {
-  lines.push(
-    `| JSON list, ${connections} conn | ${(med('gateway', 'rps') / med('floor', 'rps')).toFixed(2)}× | ${(med('gateway', 'rps') / med('upstream', 'rps')).toFixed(2)}× | ${(med('gateway', 'p50') - med('upstream', 'p50')).toFixed(2)} ms | ${(med('gateway', 'p99') - med('upstream', 'p99')).toFixed(2)} ms | ${med('upstream', 'rps').toFixed(0)}, ${med('floor', 'rps').toFixed(0)}, ${med('gateway', 'rps').toFixed(0)} | ${(med('gateway', 'loadCpu') * 100).toFixed(0)}% of a core |`,
+if (SCENARIOS.has('flood')) {
+  for (const [label, keyFor, target] of [
+    [`${FLOOD_REQUESTS} distinct unknown keys`, (i) => unknownKey(i), ''],
+    [`${FLOOD_REQUESTS} repetitions of one unknown key`, () => unknownKey(-1 >>> 0), '≤ 10'],
+  ]) {
+    log(`flood: ${label}`);
+    const before = redis.commands();
+    const { statuses, seconds } = await flood(FLOOD_REQUESTS, keyFor);
+    const after = redis.commands();
+    const commands = after.other - before.other;
+    const all401 = statuses.size === 1 && statuses.get(401) === FLOOD_REQUESTS;
+    if (!all401) throw new Error(`flood: expected only 401, got ${JSON.stringify([...statuses])}`);
+    row(`flood, ${label}`, 'Redis commands issued', String(commands), '', `all ${FLOOD_REQUESTS} answered 401, ${(FLOOD_REQUESTS / seconds).toFixed(0)} requests/s (and ${after.pings - before.pings} health-check pings)`, target, target ? commands <= 10 : null);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// A key disabled under load: from the moment `keys disable` returns, how long until every request
+// with it is refused. Probes on 4 connections record when each request was sent and its status.
+if (SCENARIOS.has('disable')) {
+  log('disabled key under load');
+  const doomed = await gatewayCli(gwEnv, 'keys', 'create', '--acquirer', 'acq_doomed', '--permissions', 'eod_list,eod_read');
+  const headers = { authorization: `Bearer ${doomed.key}` };
+  const loadS = 6;
+  const background = drive({ url: `${gateway.url}${LIST}`, headers, connections: 46, durationS: loadS });
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 4 });
+  const probes = [];
+  let probing = true;
+  const probe = () =>
+    new Promise((resolve, reject) => {
+      const sentAt = performance.now();
+      http.get(`${gateway.url}${LIST}`, { agent, headers }, (res) => {
+        probes.push({ sentAt, status: res.statusCode });
+        res.resume();
+        res.once('end', resolve);
+      }).on('error', reject);
+    });
+  const probing4 = Promise.all(Array.from({ length: 4 }, async () => { while (probing) await probe(); }));
+  // Under load for a while first, so the key is cached and hot when it is disabled.
+  await new Promise((r) => setTimeout(r, 2000));
+  const commandAt = performance.now();
+  await gatewayCli(gwEnv, 'keys', 'disable', doomed.id);
+  const returnedAt = performance.now();
+  await new Promise((r) => setTimeout(r, 2000));
+  probing = false;
+  await probing4;
+  await background;
+  agent.destroy();
+  const allowedAfter = probes.filter((p) => p.sentAt >= commandAt && p.status === 200);
+  const lastAllowed = allowedAfter.length ? Math.max(...allowedAfter.map((p) => p.sentAt)) : commandAt;
+  const after = probes.filter((p) => p.sentAt > lastAllowed);
+  const refusedAfter = after.every((p) => p.status === 401);
+  if (!refusedAfter) log('disable: statuses after the last allowed request:', [...new Set(after.map((p) => p.status))].join(', '));
+  row('disabled key under load', 'last request allowed, after `keys disable` returned', `${(lastAllowed - returnedAt).toFixed(1)} ms`, '', `the command took ${(returnedAt - commandAt).toFixed(0)} ms; ${after.length} probes after the last allowed one, ${refusedAfter ? 'every one refused (401)' : 'NOT all refused'}`, 'every request refused', refusedAfter && after.length > 0);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The soak: one million requests in chunks, RSS and event-loop delay at start and end. A steady load
+// (10 connections), not saturation: at 50 connections every turn of the event loop carries a batch
+// of requests, and the delay is that batch's time (reported with the JSON list above).
+if (SCENARIOS.has('soak')) {
+  log(`soak: ${SOAK_REQUESTS} requests`);
+  const pid = gateway.child.pid;
+  const p99Delay = async () => (await gateway.metrics()).acquirer_gateway_nodejs_eventloop_lag_p99_seconds * 1000;
+  const rssBefore = rss(pid);
+  await p99Delay(); // the scrape resets the event-loop delay histogram
+  const chunks = [];
+  let total = 0;
+  while (total < SOAK_REQUESTS) {
+    const r = await drive({ url: `${gateway.url}${LIST}`, headers: auth, connections: SOAK_CONNECTIONS, durationS: Math.min(SOAK_CHUNK_S, Math.max(1, Math.ceil((SOAK_REQUESTS - total) / 4000))) });
+    if (r.failures > 0) throw new Error(`soak: ${r.failures} failed requests`);
+    total += r.requests;
+    chunks.push({ requests: total, rss: rss(pid), delayP99: await p99Delay(), rps: r.rps });
+  }
+  const first = chunks[0];
+  const last = chunks.at(-1);
+  const growth = last.rss - first.rss;
+  row(`soak, ${total} requests, ${SOAK_CONNECTIONS} conn`, 'RSS', `${(first.rss / MiB).toFixed(1)} → ${(last.rss / MiB).toFixed(1)} MiB`, `idle before: ${(rssBefore / MiB).toFixed(1)} MiB`, `${growth >= 0 ? '+' : ''}${(growth / MiB).toFixed(1)} MiB from the first ${first.requests} requests to the end`, '< 20 MiB growth', growth < 20 * MiB);
+  const worst = Math.max(...chunks.map((c) => c.delayP99));
+  row(`soak, ${total} requests, ${SOAK_CONNECTIONS} conn`, 'event-loop delay p99', `${first.delayP99.toFixed(2)} → ${last.delayP99.toFixed(2)} ms`, '', `worst chunk ${worst.toFixed(2)} ms; ${median(chunks.map((c) => c.rps)).toFixed(0)} requests/s`, '< 10 ms', worst < 10);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Every core: the gateway with WORKERS=2 against WORKERS=1 (the gateway above), 50 connections.
+if (SCENARIOS.has('cores')) {
+  log('cores: WORKERS=2 against WORKERS=1');
+  const gateway2 = await startGateway({ ...gwEnv, WORKERS: '2' });
+  const samples = await interleaved(
+    { one: { url: `${gateway.url}${LIST}`, headers: auth }, two: { url: `${gateway2.url}${LIST}`, headers: auth } },
+    async (t, name) => {
+      const r = await drive({ ...t, connections: 50, durationS: DURATION_S });
+      if (r.failures > 0) throw new Error(`workers ${name}: ${r.failures} failed requests`);
+      return r;
+    },
   );
+  await gateway2.stop();
+  const rps = med(samples, 'rps');
+  const cpus = os.availableParallelism();
+  row('JSON list, 50 conn, WORKERS=2', 'requests/s', rps.two.toFixed(0), `WORKERS=1 ${rps.one.toFixed(0)}`, `${(rps.two / rps.one).toFixed(2)}× one worker; ${cpus} cores shared with the load generator and the upstream, ${Math.round(median(samples.two.map((s) => s.loadCpu)) * 100)}% of a core for the load generator`, '≥ 1.6× with the load generator on other cores', cpus > 2 ? rps.two / rps.one >= 1.6 : null);
 }
-process.stdout.write(`\n${lines.join('\n')}\n\nrounds ${ROUNDS} × ${DURATION_S} s, interleaved; autocannon in this process (wrk not installed); node ${process.version}\n`);
+
+await gateway.stop();
+stopAll();
+
+const verdict = (met) => (met === null ? '' : met ? 'met' : '**not met**');
+const table = [
+  '| scenario | figure | gateway | references | comparison | target | |',
+  '|---|---|---|---|---|---|---|',
+  ...rows.map((r) => `| ${r.scenario} | ${r.figure} | ${r.gateway} | ${r.reference} | ${r.comparison} | ${r.target} | ${verdict(r.met)} |`),
+];
+const versions = `node ${process.version}; ${loadGenerator}${nginx ? `; nginx ${nginx.version}` : '; no nginx'}; ${os.availableParallelism()} cores (${os.cpus()[0]?.model ?? 'unknown'})`;
+process.stdout.write(`\n${table.join('\n')}\n\nrounds ${ROUNDS} × ${DURATION_S} s, interleaved; ${versions}\n`);
 process.exit(0);
