@@ -239,7 +239,8 @@ describe('live policy changes', () => {
       await waitFor(async () => metricValue(await metricsText(g), 'acquirer_gateway_policy_reloads_total', { result: 'failure' }) === 1, { what: 'the refusal' });
       expect((await request(g.url, LIST, bearer(key))).status).toBe(200);
       expect((await request(g.url, PERMISSIONS, bearer(key))).status).toBe(404);
-      const refusal = g.logLines.map((l) => JSON.parse(l)).find((e) => e.msg === 'policy reload refused; the running policy stays');
+      // Log lines reach stdout in blocks, at most 200 ms late.
+      const refusal = await waitFor(() => g.logLines.map((l) => JSON.parse(l)).find((e) => e.msg === 'policy reload refused; the running policy stays'), { what: 'the refusal in the log' });
       expect(refusal.errors).toEqual([expect.stringMatching(/policy\.yaml:\d+:\d+: routes\.0\.permissions\.1: unknown permission "eod_raed"/)]);
       expect((await adminGet(g, '/readyz')).status).toBe(200);
     } finally {

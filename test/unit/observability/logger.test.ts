@@ -32,6 +32,30 @@ describe('the logger never writes a key', () => {
   });
 });
 
+describe('what the scrubbing keeps and replaces', () => {
+  it('censors secret fields at any depth and in any case, and leaves a clean record as it was', () => {
+    const { lines, stream } = capture();
+    const logger = createLogger('info', stream);
+    logger.info({ upstream: { headers: { Authorization: 'Basic dXNlcjpzZWNyZXQ=' } }, key: 'opaque-secret', list: [{ key: 'x' }] }, 'secrets');
+    const clean = { request_id: 'r1', path: '/v1/acquirer/eod_statements', status: 200, nested: { ok: [1, 'two'] }, none: null };
+    logger.info(clean, 'request');
+    expect(lines[0]).not.toContain('dXNlcjpzZWNyZXQ=');
+    expect(lines[0]).not.toContain('opaque-secret');
+    const first = JSON.parse(lines[0]!);
+    expect(first.upstream.headers.Authorization).toBe('[redacted]');
+    expect(first.key).toBe('[redacted]');
+    expect(first.list).toEqual([{ key: '[redacted]' }]);
+    expect(JSON.parse(lines[1]!)).toMatchObject(clean);
+  });
+
+  it('rebuilds objects that are not plain from their own fields, so no toJSON decides what is written', () => {
+    const { lines, stream } = capture();
+    const logger = createLogger('info', stream);
+    logger.info({ target: new URL('redis://gw:hunter2-secret@redis:6379/0') }, 'url');
+    expect(lines[0]).not.toContain('hunter2-secret');
+  });
+});
+
 describe('errors from libraries', () => {
   it('lose command arguments and URL passwords, and are redacted all the way down', () => {
     const { lines, stream } = capture();
