@@ -22,6 +22,8 @@ declare global {
       route?: CompiledRoute;
       /** Set when the request was refused or failed; for logs and metrics. */
       errorCode?: ErrorCode;
+      /** The upstream exchange in progress, once the request is forwarded. */
+      upstream?: import('./proxy/upstream-proxy.js').InFlight;
       /** Set when the upstream's status was replaced by a gateway error. */
       upstreamStatus?: number;
     }

@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { RequestHandler, Response } from 'express';
 import { ERROR_CODES } from '../errors/codes.js';
 import type { Logger } from '../logger.js';
-import { resolveClientAddress } from '../net/client-address.js';
-import type { IpAllowlist } from '../net/ip-allowlist.js';
+import { addressText, peerAddress, resolveClientAddress } from '../net/client-address.js';
+import type { IpAddress, IpAllowlist } from '../net/ip-allowlist.js';
 import type { CompiledPolicy } from '../policy/compile.js';
 import { methodLabel, UNMATCHED_ROUTE, type GatewayMetrics } from './metrics.js';
 
@@ -17,11 +17,11 @@ export interface RequestObserverDeps {
   readonly trustedProxies: IpAllowlist | null;
 }
 
-function clientAddress(res: Response, req: Parameters<RequestHandler>[0], peer: string | undefined, trusted: IpAllowlist | null): string | null {
+function clientAddress(res: Response, req: Parameters<RequestHandler>[0], peer: IpAddress | null, trusted: IpAllowlist | null): string | null {
   if (res.locals.clientAddress !== undefined) return res.locals.clientAddress;
   const forwardedFor = req.headers['x-forwarded-for'];
   const address = resolveClientAddress(peer, typeof forwardedFor === 'string' ? forwardedFor : undefined, trusted);
-  return address?.toString() ?? null;
+  return address === null ? null : addressText(address);
 }
 
 /**
@@ -37,7 +37,7 @@ export function createRequestObserver({ policy, metrics, logger, trustedProxies 
     locals.requestId = typeof incoming === 'string' && VALID_REQUEST_ID.test(incoming) ? incoming : randomUUID();
     res.setHeader('x-request-id', locals.requestId);
     // Read now: once the connection is gone the socket no longer knows its peer.
-    const peer = req.socket.remoteAddress;
+    const peer = peerAddress(req.socket);
 
     res.once('close', () => {
       const seconds = Number(process.hrtime.bigint() - locals.startedAt) / 1e9;

@@ -1,6 +1,6 @@
 import type { RequestHandler } from 'express';
 import { GatewayError } from '../errors/gateway-error.js';
-import { resolveClientAddress } from '../net/client-address.js';
+import { addressText, peerAddress, resolveClientAddress } from '../net/client-address.js';
 import type { IpAllowlist } from '../net/ip-allowlist.js';
 
 export interface IpWhitelistDeps {
@@ -16,8 +16,8 @@ export function createIpWhitelist({ trustedProxies }: IpWhitelistDeps): RequestH
     const allowlist = res.locals.key!.allowlist;
     if (allowlist !== null) {
       const forwardedFor = req.headers['x-forwarded-for'];
-      const client = resolveClientAddress(req.socket.remoteAddress, typeof forwardedFor === 'string' ? forwardedFor : undefined, trustedProxies);
-      res.locals.clientAddress = client?.toString() ?? null;
+      const client = resolveClientAddress(peerAddress(req.socket), typeof forwardedFor === 'string' ? forwardedFor : undefined, trustedProxies);
+      res.locals.clientAddress = client === null ? null : addressText(client);
       if (client === null || !allowlist.contains(client)) throw new GatewayError('IP_NOT_ALLOWED');
     }
     next();

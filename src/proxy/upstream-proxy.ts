@@ -26,7 +26,8 @@ export function createUpstreamAgent(target: string, maxSockets: number): http.Ag
   return new URL(target).protocol === 'https:' ? new https.Agent(options) : new http.Agent(options);
 }
 
-interface InFlight {
+/** One upstream exchange, kept on `res.locals.upstream` (a WeakMap would cost the collector per request). */
+export interface InFlight {
   timer: NodeJS.Timeout | undefined;
   startedAt: bigint;
   proxyReq: ClientRequest | undefined;
@@ -61,7 +62,6 @@ function discard(body: IncomingMessage): void {
  * error statuses, failures and timeouts become documented gateway errors.
  */
 export function createUpstreamProxy(options: UpstreamProxyOptions): RequestHandler {
-  const inFlight = new WeakMap<IncomingMessage, InFlight>();
 
   const fail = (res: ServerResponse, code: ErrorCode, err?: unknown) => {
     const locals = (res as Response).locals;
@@ -71,16 +71,16 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): RequestHandl
   };
 
   const gatewayPlugin: Plugin = (proxyServer) => {
-    proxyServer.on('proxyReq', (proxyReq: ClientRequest, req: IncomingMessage) => {
-      const state = inFlight.get(req);
+    proxyServer.on('proxyReq', (proxyReq: ClientRequest, _req: IncomingMessage, res: ServerResponse) => {
+      const state = (res as Response).locals.upstream;
       if (state === undefined) return;
       state.proxyReq = proxyReq;
       // The deadline may have passed while the request waited for a pooled socket.
       if (state.answered) proxyReq.destroy();
     });
 
-    proxyServer.on('proxyRes', (proxyRes: IncomingMessage, req: IncomingMessage, res: ServerResponse) => {
-      const state = inFlight.get(req);
+    proxyServer.on('proxyRes', (proxyRes: IncomingMessage, _req: IncomingMessage, res: ServerResponse) => {
+      const state = (res as Response).locals.upstream;
       if (state === undefined || state.answered) {
         proxyRes.destroy();
         return;
@@ -111,12 +111,12 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): RequestHandl
       proxyRes.pipe(res);
     });
 
-    proxyServer.on('error', (err: Error, req?: IncomingMessage, res?: ServerResponse | Socket) => {
+    proxyServer.on('error', (err: Error, _req?: IncomingMessage, res?: ServerResponse | Socket) => {
       if (!(res instanceof http.ServerResponse)) {
         res?.destroy();
         return;
       }
-      const state = req === undefined ? undefined : inFlight.get(req);
+      const state = (res as Response).locals.upstream;
       if (state !== undefined && !state.answered) {
         clearTimeout(state.timer);
         state.answered = true;
@@ -152,7 +152,7 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): RequestHandl
       state.proxyReq?.destroy();
       fail(res, 'UPSTREAM_TIMEOUT');
     }, options.timeoutMs);
-    inFlight.set(req, state);
+    res.locals.upstream = state;
     // A client that goes away takes its upstream request with it (httpxy destroys proxyReq on close).
     res.once('close', () => clearTimeout(state.timer));
     return proxy(req, res, next);

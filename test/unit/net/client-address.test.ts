@@ -1,13 +1,13 @@
 import { resolveClientAddress } from '../../../src/net/client-address.js';
-import { compileAllowlist } from '../../../src/net/ip-allowlist.js';
+import { compileAllowlist, parseAddress } from '../../../src/net/ip-allowlist.js';
 
 const trusted = compileAllowlist(['10.0.0.0/8', '::1']);
 const resolve = (socket: string | undefined, xff: string | undefined, proxies = trusted) =>
-  resolveClientAddress(socket, xff, proxies)?.toString() ?? null;
+  resolveClientAddress(parseAddress(socket), xff, proxies)?.toString() ?? null;
 
 describe('resolveClientAddress', () => {
   it('uses the socket peer when no proxy is trusted, ignoring a spoofed X-Forwarded-For', () => {
-    expect(resolveClientAddress('198.51.100.1', '203.0.113.5', null)?.toString()).toBe('198.51.100.1');
+    expect(resolveClientAddress(parseAddress('198.51.100.1'), '203.0.113.5', null)?.toString()).toBe('198.51.100.1');
   });
 
   it('ignores X-Forwarded-For from a peer that is not a trusted proxy', () => {
