@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { createAdminServer } from './admin/admin-server.js';
+import { createAdminServer, type ReadinessCheck } from './admin/admin-server.js';
 import { createApp } from './app.js';
 import type { Config } from './config/env.js';
 import { loadPolicyOrThrow } from './config/load-policy.js';
@@ -16,8 +16,10 @@ import { createUpstreamAgent } from './proxy/upstream-proxy.js';
 
 export interface RunningGateway {
   readonly port: number;
-  readonly adminPort: number;
+  /** null for a cluster worker: the primary serves the admin endpoints for all of them. */
+  readonly adminPort: number | null;
   readonly metrics: GatewayMetrics;
+  readiness(): ReadinessCheck;
   reloadPolicy(): Promise<ReloadResult>;
   /**
    * Readiness turns 503, the listener stops accepting, requests in flight get up to
@@ -30,6 +32,8 @@ export interface StartOptions {
   readonly logger: Logger;
   /** Instead of Redis (the embedded quickstart and tests). */
   readonly keyStore?: KeyStore;
+  /** A cluster worker (WORKERS above 1): no admin listener of its own. */
+  readonly worker?: boolean;
 }
 
 function listen(server: http.Server, port: number, host: string): Promise<number> {
@@ -43,7 +47,7 @@ function listen(server: http.Server, port: number, host: string): Promise<number
 }
 
 /** Loads the policy, connects the key store and listens. Throws PolicyLoadError on a bad policy. */
-export async function startGateway(config: Config, { logger, keyStore }: StartOptions): Promise<RunningGateway> {
+export async function startGateway(config: Config, { logger, keyStore, worker = false }: StartOptions): Promise<RunningGateway> {
   const metrics = createMetrics();
   const policy = new PolicyHolder(config.policyFile, await loadPolicyOrThrow(config.policyFile), { logger, metrics });
   const store =
@@ -123,34 +127,34 @@ export async function startGateway(config: Config, { logger, keyStore }: StartOp
     });
   });
 
-  const admin = createAdminServer({
-    metrics,
-    readiness: () => ({
-      policy: 'ok',
-      key_store: resolver.storeAvailable ? 'ok' : 'unavailable',
-      shutdown: shuttingDown ? 'in_progress' : 'no',
-    }),
+  const readiness = (): ReadinessCheck => ({
+    policy: 'ok',
+    key_store: resolver.storeAvailable ? 'ok' : 'unavailable',
+    shutdown: shuttingDown ? 'in_progress' : 'no',
   });
+  const admin = worker
+    ? null
+    : createAdminServer({ metrics: { contentType: metrics.registry.contentType, text: () => metrics.registry.metrics() }, readiness });
 
   const port = await listen(server, config.port, config.host);
-  let adminPort: number;
+  let adminPort: number | null = null;
   try {
-    adminPort = await listen(admin, config.adminPort, config.adminHost);
+    if (admin !== null) adminPort = await listen(admin, config.adminPort, config.adminHost);
   } catch (err) {
     server.close();
     throw err;
   }
   if (config.policyWatch) policy.watch();
-  logger.info(
-    { port, host: config.host, admin_port: adminPort, admin_host: config.adminHost, policy: policy.current.contentHash, routes: policy.current.routes.length },
-    'listening',
-  );
+  const where = { port, host: config.host, policy: policy.current.contentHash, routes: policy.current.routes.length };
+  if (admin === null) logger.info(where, 'worker listening');
+  else logger.info({ ...where, admin_port: adminPort, admin_host: config.adminHost }, 'listening');
 
   let stopped: Promise<void> | undefined;
   return {
     port,
     adminPort,
     metrics,
+    readiness,
     reloadPolicy: () => policy.reload('signal'),
     shutdown() {
       stopped ??= (async () => {
@@ -170,8 +174,10 @@ export async function startGateway(config: Config, { logger, keyStore }: StartOp
         resolver.close();
         agent.destroy();
         if (keyStore === undefined) await store.close();
-        admin.closeAllConnections();
-        await new Promise((resolve) => admin.close(resolve));
+        if (admin !== null) {
+          admin.closeAllConnections();
+          await new Promise((resolve) => admin.close(resolve));
+        }
         logger.info('stopped');
       })();
       return stopped;

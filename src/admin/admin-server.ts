@@ -1,15 +1,26 @@
 import http from 'node:http';
-import type { GatewayMetrics } from '../observability/metrics.js';
 
 export interface ReadinessCheck {
   readonly policy: 'ok' | 'not_loaded';
   readonly key_store: 'ok' | 'unavailable';
   readonly shutdown: 'no' | 'in_progress';
+  /** With WORKERS above 1: every worker is running and answered. */
+  readonly workers?: 'ok' | 'missing';
+}
+
+export interface MetricsSource {
+  readonly contentType: string;
+  /** The exposition text: one process's registry, or every worker's, aggregated. */
+  text(): Promise<string>;
 }
 
 export interface AdminDeps {
-  readonly metrics: GatewayMetrics;
-  readonly readiness: () => ReadinessCheck;
+  readonly metrics: MetricsSource;
+  readonly readiness: () => ReadinessCheck | Promise<ReadinessCheck>;
+}
+
+export function isReady(checks: ReadinessCheck): boolean {
+  return checks.policy === 'ok' && checks.key_store === 'ok' && checks.shutdown === 'no' && (checks.workers ?? 'ok') === 'ok';
 }
 
 function json(res: http.ServerResponse, status: number, body: unknown): void {
@@ -28,9 +39,9 @@ export function createAdminServer({ metrics, readiness }: AdminDeps): http.Serve
     if (req.method !== 'GET' && req.method !== 'HEAD') return json(res, 405, { message: 'Method not allowed' });
     switch (path) {
       case '/metrics':
-        metrics.registry.metrics().then(
+        metrics.text().then(
           (text) => {
-            res.writeHead(200, { 'content-type': metrics.registry.contentType, 'cache-control': 'no-store' });
+            res.writeHead(200, { 'content-type': metrics.contentType, 'cache-control': 'no-store' });
             res.end(text);
           },
           () => json(res, 500, { message: 'Internal server error' }),
@@ -38,11 +49,12 @@ export function createAdminServer({ metrics, readiness }: AdminDeps): http.Serve
         return;
       case '/healthz':
         return json(res, 200, { status: 'ok' });
-      case '/readyz': {
-        const checks = readiness();
-        const ready = checks.policy === 'ok' && checks.key_store === 'ok' && checks.shutdown === 'no';
-        return json(res, ready ? 200 : 503, { status: ready ? 'ready' : 'not_ready', checks });
-      }
+      case '/readyz':
+        Promise.resolve(readiness()).then(
+          (checks) => json(res, isReady(checks) ? 200 : 503, { status: isReady(checks) ? 'ready' : 'not_ready', checks }),
+          () => json(res, 500, { message: 'Internal server error' }),
+        );
+        return;
       default:
         return json(res, 404, { message: 'Not found' });
     }

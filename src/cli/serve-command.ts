@@ -1,6 +1,8 @@
+import cluster from 'node:cluster';
 import { parseArgs } from 'node:util';
+import { runPrimary, serveAsWorker, WorkerStartError } from '../cluster.js';
 import { CONFIG_FIELDS, ConfigError, flagName, loadConfig } from '../config/env.js';
-import { PolicyLoadError } from '../config/load-policy.js';
+import { loadPolicyOrThrow, PolicyLoadError } from '../config/load-policy.js';
 import { createLogger } from '../logger.js';
 import { startGateway } from '../server.js';
 import { CommandError, UsageError } from './usage-error.js';
@@ -24,10 +26,24 @@ export async function serveCommand(args: string[]): Promise<void> {
     if (err instanceof ConfigError) throw new UsageError(`invalid configuration: ${err.problems.join('; ')}`);
     throw err;
   }
-  const logger = createLogger(config.logLevel);
+  const clustered = config.workers > 1;
+  // With several processes writing one stream, each line says which one wrote it.
+  const logger = createLogger(config.logLevel, undefined, clustered ? { pid: process.pid } : {});
+  if (clustered && cluster.isPrimary) {
+    try {
+      // One clear refusal of a bad policy here, rather than one from every worker.
+      await loadPolicyOrThrow(config.policyFile);
+      return await runPrimary(config, logger);
+    } catch (err) {
+      if (err instanceof PolicyLoadError) throw new CommandError(`policy refused:\n${err.message}`);
+      if (err instanceof WorkerStartError) throw new CommandError(err.message);
+      if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') throw new CommandError(`ADMIN_PORT: already in use (${(err as Error).message})`);
+      throw err;
+    }
+  }
   let gateway;
   try {
-    gateway = await startGateway(config, { logger });
+    gateway = await startGateway(config, { logger, worker: clustered });
   } catch (err) {
     if (err instanceof PolicyLoadError) throw new CommandError(`policy refused:\n${err.message}`);
     const code = (err as NodeJS.ErrnoException).code;
@@ -36,6 +52,9 @@ export async function serveCommand(args: string[]): Promise<void> {
     if (code === 'EACCES') throw new CommandError(`PORT: not allowed to listen on ${config.port}`);
     throw err;
   }
+  // A fault in one request's handling is logged, never allowed to take every other request down.
+  process.on('unhandledRejection', (reason) => logger.error({ err: reason }, 'unhandled rejection'));
+  if (clustered) return serveAsWorker(gateway, logger);
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) {
@@ -55,6 +74,4 @@ export async function serveCommand(args: string[]): Promise<void> {
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGHUP', () => void gateway.reloadPolicy());
-  // A fault in one request's handling is logged, never allowed to take every other request down.
-  process.on('unhandledRejection', (reason) => logger.error({ err: reason }, 'unhandled rejection'));
 }

@@ -1,4 +1,5 @@
 import { isIP } from 'node:net';
+import { availableParallelism } from 'node:os';
 import { z } from 'zod';
 import { compileAllowlist, parseCidr, type IpAllowlist } from '../net/ip-allowlist.js';
 import {
@@ -26,6 +27,13 @@ const integer = (min: number, max: number) =>
     .transform(Number)
     .refine((n) => n >= min && n <= max, `must be an integer from ${min} to ${max}`);
 
+/** `auto`: one per core the process may use. */
+const workerCount = z.string().transform((text, ctx) => {
+  if (text === 'auto') return availableParallelism();
+  const n = /^[0-9]+$/.test(text) ? Number(text) : NaN;
+  if (!(n >= 1 && n <= 256)) ctx.addIssue({ code: 'custom', message: 'must be auto or an integer from 1 to 256' });
+  return n;
+});
 const httpOrigin = z.string().superRefine((text, ctx) => {
   let url: URL;
   try {
@@ -95,6 +103,7 @@ export const CONFIG_FIELDS = {
   requestTimeoutMs: field({ env: 'REQUEST_TIMEOUT_MS', default: '30000', description: 'Time a client has to send the whole request (head and body).', schema: integer(1000, 3_600_000) }),
   keepAliveTimeoutMs: field({ env: 'KEEP_ALIVE_TIMEOUT_MS', default: '5000', description: 'How long an idle client keep-alive connection is kept open.', schema: integer(0, 600_000) }),
   shutdownTimeoutMs: field({ env: 'SHUTDOWN_TIMEOUT_MS', default: String(DEFAULT_SHUTDOWN_TIMEOUT_MS), description: 'On SIGTERM/SIGINT, how long requests in flight (downloads too) may take to finish before connections are closed.', schema: integer(0, 3_600_000) }),
+  workers: field({ env: 'WORKERS', default: '1', description: 'Processes serving requests. 1: this process. More (or `auto`, one per core): a node:cluster primary forks that many workers sharing the port, serves the admin endpoints for all of them and replaces a worker that dies.', schema: workerCount }),
   logLevel: field({ env: 'LOG_LEVEL', default: 'info', description: 'fatal, error, warn, info, debug or silent.', schema: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'must be one of fatal, error, warn, info, debug, trace, silent') }),
 } as const;
 

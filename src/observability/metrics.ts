@@ -89,6 +89,8 @@ export function createMetrics(): GatewayMetrics {
       help: 'The loaded policy, by the SHA-256 of its file; always 1.',
       labelNames: ['hash'],
       registers,
+      // Several workers (WORKERS): each reports the same policy; the primary shows it once.
+      aggregator: 'max',
     }),
     policyReloads: new Counter({
       name: `${prefix}policy_reloads_total`,
@@ -100,6 +102,8 @@ export function createMetrics(): GatewayMetrics {
       name: `${prefix}key_store_up`,
       help: '1 while Redis answers and key change notices are subscribed, else 0.',
       registers,
+      // Several workers: up only if every one is.
+      aggregator: 'min',
     }),
   };
 }

@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { ConfigError, loadConfig } from '../../../src/config/env.js';
 
 const base = { UPSTREAM_URL: 'http://127.0.0.1:9000' };
@@ -32,6 +33,15 @@ describe('loadConfig', () => {
     const config = loadConfig({ ...base, PORT: '9000' }, { port: '9001', 'upstream-url': 'https://statements.internal:8443' });
     expect(config.port).toBe(9001);
     expect(config.upstreamUrl).toBe('https://statements.internal:8443');
+  });
+
+  it('takes WORKERS as a count, or auto for one per core, and refuses anything else', () => {
+    expect(loadConfig(base).workers).toBe(1);
+    expect(loadConfig({ ...base, WORKERS: '4' }).workers).toBe(4);
+    expect(loadConfig({ ...base, WORKERS: 'auto' }).workers).toBe(availableParallelism());
+    for (const bad of ['0', '257', '-1', '2.5', 'all', '']) {
+      expect(problems({ ...base, WORKERS: bad })).toEqual([`WORKERS: must be auto or an integer from 1 to 256 (got ${JSON.stringify(bad)})`]);
+    }
   });
 
   it('parses trusted proxies into canonical CIDRs', () => {

@@ -1,0 +1,147 @@
+import http from 'node:http';
+import { createKey, runCli, startServe, type ServeProcess } from '../helpers/cli.js';
+import { bearer, request } from '../helpers/http.js';
+import { startTestRedis, type TestRedis } from '../helpers/redis.js';
+import { headerValues, startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
+import { waitFor } from '../helpers/wait.js';
+
+/**
+ * WORKERS=2: one primary and two worker processes behind one port. Requests are served by both,
+ * the admin endpoints speak for all of them, a worker that dies is replaced, and SIGTERM drains
+ * every worker before the primary exits.
+ */
+const LIST = '/v1/acquirer/eod_statements';
+
+let redis: TestRedis;
+let upstream: RecordingUpstream;
+let env: Record<string, string>;
+
+beforeAll(async () => {
+  redis = await startTestRedis();
+  upstream = await startUpstream();
+  upstream.handle((_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end('{"eod_statements":[]}');
+  });
+  env = { REDIS_URL: redis.url, REDIS_KEY_PREFIX: redis.prefix, UPSTREAM_URL: upstream.url };
+}, 30_000);
+
+afterAll(async () => {
+  await upstream.close();
+  await redis.stop();
+});
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+const logEntries = (g: ServeProcess) => g.logLines.map((l) => JSON.parse(l) as Record<string, unknown>);
+const workerPids = (g: ServeProcess) => logEntries(g).find((e) => e.msg === 'listening')!.workers as number[];
+const metric = (text: string, series: string) => Number(text.split('\n').find((l) => l.startsWith(series + ' '))?.split(' ')[1]);
+
+/** Sends `n` requests, each on its own connection, so the primary hands them to both workers. */
+async function burst(g: ServeProcess, key: string, n: number): Promise<number[]> {
+  return Promise.all(Array.from({ length: n }, async () => (await request(g.url, LIST, bearer(key))).status));
+}
+
+describe('WORKERS=2', () => {
+  it('serves from two worker processes and reports for both on the admin port', async () => {
+    const { key } = await createKey(env, { acquirer: 'acq_workers', permissions: ['eod_list', 'eod_read'] });
+    const g = await startServe({ ...env, WORKERS: '2' });
+    try {
+      const pids = workerPids(g);
+      expect(new Set(pids).size).toBe(2);
+      expect(pids.every(alive)).toBe(true);
+      expect(pids).not.toContain(g.child.pid);
+      await waitFor(async () => (await request(g.adminUrl, '/readyz')).status === 200, { what: 'readiness' });
+      expect(JSON.parse((await request(g.adminUrl, '/readyz')).body.toString())).toEqual({
+        status: 'ready',
+        checks: { policy: 'ok', key_store: 'ok', shutdown: 'no', workers: 'ok' },
+      });
+
+      const before = upstream.received.length;
+      expect(await burst(g, key, 40)).toEqual(Array(40).fill(200));
+      const forwarded = upstream.received.slice(before);
+      expect(forwarded).toHaveLength(40);
+      for (const r of forwarded) expect(headerValues(r.rawHeaders, 'x-acquirer-id')).toEqual(['acq_workers']);
+
+      // Both workers answered (each access line carries its worker's pid), and the primary's
+      // /metrics sums what each worker counted.
+      await waitFor(() => logEntries(g).filter((e) => e.msg === 'request').length === 40, { what: 'the access lines' });
+      const servedBy = new Set(logEntries(g).filter((e) => e.msg === 'request').map((e) => e.pid));
+      expect(servedBy).toEqual(new Set(pids));
+      const text = (await request(g.adminUrl, '/metrics')).body.toString();
+      expect(metric(text, 'acquirer_gateway_requests_total{route="eod_statements_list",method="GET",status="200"}')).toBe(40);
+      expect(metric(text, 'acquirer_gateway_key_store_up')).toBe(1);
+      expect(text).toMatch(/^acquirer_gateway_policy_info\{hash="[0-9a-f]{64}"\} 1$/m);
+    } finally {
+      expect(await g.stop()).toBe(0);
+    }
+  }, 30_000);
+
+  it('replaces a worker that dies, and keeps serving meanwhile', async () => {
+    const { key } = await createKey(env, { acquirer: 'acq_workers', permissions: ['eod_list', 'eod_read'] });
+    const g = await startServe({ ...env, WORKERS: '2' });
+    try {
+      const [victim, survivor] = workerPids(g) as [number, number];
+      process.kill(victim, 'SIGKILL');
+      const replaced = await waitFor(() => logEntries(g).find((e) => e.msg === 'worker died: replaced'), { timeoutMs: 10_000, what: 'the replacement' });
+      expect(replaced).toMatchObject({ pid: victim, signal: 'SIGKILL' });
+      const replacement = replaced.replacement_pid as number;
+      expect(alive(replacement)).toBe(true);
+      expect(alive(survivor)).toBe(true);
+      await waitFor(async () => (await request(g.adminUrl, '/readyz')).status === 200, { timeoutMs: 10_000, what: 'readiness with the replacement' });
+      expect(await burst(g, key, 10)).toEqual(Array(10).fill(200));
+    } finally {
+      expect(await g.stop()).toBe(0);
+    }
+  }, 40_000);
+
+  it('drains every worker on SIGTERM: a request in flight completes, then all processes exit 0', async () => {
+    const { key } = await createKey(env, { acquirer: 'acq_workers', permissions: ['eod_list', 'eod_read'] });
+    let release: (() => void) | undefined;
+    upstream.handle((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.write('{"eod_statements":');
+      release = () => res.end('[]}');
+    });
+    const g = await startServe({ ...env, WORKERS: '2' });
+    try {
+      const pids = workerPids(g);
+      const inFlight = new Promise<{ status: number; body: string }>((resolve, reject) => {
+        http.get(`${g.url}${LIST}`, { headers: bearer(key), agent: false }, (res) => {
+          let body = '';
+          res.on('data', (c: Buffer) => (body += c.toString()));
+          res.on('end', () => resolve({ status: res.statusCode!, body }));
+        }).on('error', reject);
+      });
+      await waitFor(() => release !== undefined, { what: 'the request to reach the upstream' });
+      const exited = new Promise<number | null>((resolve) => g.child.once('exit', resolve));
+      g.child.kill('SIGTERM');
+      await waitFor(async () => (await request(g.adminUrl, '/readyz').catch(() => ({ status: 0 }))).status === 503, { what: 'readiness to drop' });
+      release!();
+      expect(await inFlight).toEqual({ status: 200, body: '{"eod_statements":[]}' });
+      expect(await exited).toBe(0);
+      expect(pids.some(alive)).toBe(false);
+    } finally {
+      upstream.handle((_req, res) => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end('{"eod_statements":[]}');
+      });
+      await g.stop();
+    }
+  }, 30_000);
+
+  it('refuses a bad WORKERS value with the variable named, and a bad policy once, before forking', async () => {
+    const bad = await runCli(['serve'], { ...env, WORKERS: 'many' });
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('WORKERS: must be auto or an integer from 1 to 256 (got "many")');
+    const policy = await runCli(['serve'], { ...env, WORKERS: '2', POLICY_FILE: 'does/not/exist.yaml', PORT: '0', ADMIN_PORT: '0' });
+    expect(policy.code).not.toBe(0);
+    expect(policy.stderr.match(/policy refused/g)).toHaveLength(1);
+  }, 30_000);
+});
