@@ -20,19 +20,40 @@ export const NEVER_FORWARDED = new Set([
   'x-method-override',
 ]);
 
-/** Upper case, and `_`, `.` and `-` removed: how lenient servers and CGI-style frameworks fold names. */
-function foldName(name: string): string {
-  return name.replace(/[-_.]/g, '').toLowerCase();
+/**
+ * Remembers a pure function's answers for the few distinct strings real traffic repeats (header
+ * names, Connection values), so each is worked out once, not on every request. Bounded: when full it
+ * starts over, so a client sending endless new names costs only the work it would cost anyway.
+ */
+function memo<T>(fn: (text: string) => T, max = 1024): (text: string) => T {
+  const seen = new Map<string, T>();
+  return (text) => {
+    let value = seen.get(text);
+    if (value === undefined) {
+      if (seen.size >= max) seen.clear();
+      value = fn(text);
+      seen.set(text, value);
+    }
+    return value;
+  };
 }
 
-function connectionTokens(value: string | string[] | undefined): Set<string> {
+/** Upper case, and `_`, `.` and `-` removed: how lenient servers and CGI-style frameworks fold names. */
+const foldName = memo((name: string) => name.replace(/[-_.]/g, '').toLowerCase());
+
+const NO_TOKENS: ReadonlySet<string> = new Set();
+const parseTokens = memo((value: string): ReadonlySet<string> => {
   const tokens = new Set<string>();
-  if (value === undefined) return tokens;
-  for (const token of (Array.isArray(value) ? value.join(',') : value).split(',')) {
+  for (const token of value.split(',')) {
     const name = token.trim().toLowerCase();
     if (name !== '') tokens.add(name);
   }
   return tokens;
+});
+
+function connectionTokens(value: string | string[] | undefined): ReadonlySet<string> {
+  if (value === undefined) return NO_TOKENS;
+  return parseTokens(Array.isArray(value) ? value.join(',') : value);
 }
 
 /**
