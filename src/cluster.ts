@@ -40,7 +40,9 @@ export function serveAsWorker(gateway: RunningGateway, logger: Logger): void {
     if (!isMessage(message)) return;
     if (message.type === 'shutdown') stop();
     else if (message.type === 'reload') void gateway.reloadPolicy();
-    else if (message.type === 'readiness') process.send!({ tag: TAG, type: 'readiness', id: message.id, checks: gateway.readiness() } satisfies Message);
+    else if (message.type === 'readiness' && process.connected) {
+      process.send!({ tag: TAG, type: 'readiness', id: message.id, checks: gateway.readiness() } satisfies Message);
+    }
   });
   // Ctrl-C reaches the whole process group: the primary decides, and tells each worker.
   process.on('SIGINT', () => {});

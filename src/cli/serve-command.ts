@@ -29,6 +29,8 @@ export async function serveCommand(args: string[]): Promise<void> {
   const clustered = config.workers > 1;
   // With several processes writing one stream, each line says which one wrote it.
   const logger = createLogger(config.logLevel, undefined, clustered ? { pid: process.pid } : {});
+  // A fault in one request's handling is logged, never allowed to take every other request down.
+  process.on('unhandledRejection', (reason) => logger.error({ err: reason }, 'unhandled rejection'));
   if (clustered && cluster.isPrimary) {
     try {
       // One clear refusal of a bad policy here, rather than one from every worker.
@@ -52,8 +54,6 @@ export async function serveCommand(args: string[]): Promise<void> {
     if (code === 'EACCES') throw new CommandError(`PORT: not allowed to listen on ${config.port}`);
     throw err;
   }
-  // A fault in one request's handling is logged, never allowed to take every other request down.
-  process.on('unhandledRejection', (reason) => logger.error({ err: reason }, 'unhandled rejection'));
   if (clustered) return serveAsWorker(gateway, logger);
   let stopping = false;
   const stop = (signal: string) => {
