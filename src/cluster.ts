@@ -1,6 +1,6 @@
 import cluster, { type Worker } from 'node:cluster';
 import type { AddressInfo } from 'node:net';
-import { AggregatorRegistry } from 'prom-client';
+import { AggregatorRegistry, type MetricObjectWithValues, type MetricValue } from 'prom-client';
 import { createAdminServer, isReady, type ReadinessCheck } from './admin/admin-server.js';
 import type { Config } from './config/env.js';
 import type { Logger } from './logger.js';
@@ -10,24 +10,23 @@ import type { RunningGateway } from './server.js';
  * WORKERS above 1: one primary process and that many workers (node:cluster), all serving the one
  * public port. The primary serves no requests; it forks the workers, answers the admin endpoints for
  * all of them (metrics summed, readiness only if every worker is ready), passes signals on, and
- * replaces a worker that dies. Messages between them are tagged so prom-client's own pass through.
+ * replaces a worker that dies. Messages between them carry a tag, so nothing else's are mistaken.
  */
+type WorkerMetrics = MetricObjectWithValues<MetricValue<string>>[];
 type Message =
-  | { readonly tag: 'acquirer-gateway'; readonly type: 'ready'; readonly port: number }
-  | { readonly tag: 'acquirer-gateway'; readonly type: 'shutdown' | 'reload' }
-  | { readonly tag: 'acquirer-gateway'; readonly type: 'readiness'; readonly id: number; readonly checks?: ReadinessCheck };
+  | { readonly tag: typeof TAG; readonly type: 'ready'; readonly port: number }
+  | { readonly tag: typeof TAG; readonly type: 'shutdown' | 'reload' }
+  | { readonly tag: typeof TAG; readonly type: 'readiness' | 'metrics'; readonly id: number }
+  | { readonly tag: typeof TAG; readonly type: 'answer'; readonly id: number; readonly readiness?: ReadinessCheck; readonly metrics?: WorkerMetrics };
 
-const TAG = 'acquirer-gateway' as const;
+const TAG = 'acquirer-gateway';
 const isMessage = (m: unknown): m is Message => typeof m === 'object' && m !== null && (m as { tag?: unknown }).tag === TAG;
 
-/** A worker that does not answer a readiness question in this time counts as not ready. */
-const READINESS_ASK_MS = 1_000;
+/** A worker that does not answer the primary's question in this time is left out of the answer. */
+const ASK_TIMEOUT_MS = 1_000;
 
 /** In a worker: obey the primary, and go when it goes. */
 export function serveAsWorker(gateway: RunningGateway, logger: Logger): void {
-  // prom-client answers the primary's metric requests from this registry.
-  new AggregatorRegistry();
-  AggregatorRegistry.setRegistries([gateway.metrics.registry]);
   const stop = () =>
     void gateway.shutdown().then(
       () => process.exit(0),
@@ -36,48 +35,111 @@ export function serveAsWorker(gateway: RunningGateway, logger: Logger): void {
         process.exit(1);
       },
     );
+  const send = (message: Message) => {
+    if (process.connected) process.send!(message);
+  };
   process.on('message', (message: unknown) => {
     if (!isMessage(message)) return;
     if (message.type === 'shutdown') stop();
     else if (message.type === 'reload') void gateway.reloadPolicy();
-    else if (message.type === 'readiness' && process.connected) {
-      process.send!({ tag: TAG, type: 'readiness', id: message.id, checks: gateway.readiness() } satisfies Message);
+    else if (message.type === 'readiness') send({ tag: TAG, type: 'answer', id: message.id, readiness: gateway.readiness() });
+    else if (message.type === 'metrics') {
+      void gateway.metrics.registry.getMetricsAsJSON().then((metrics) => send({ tag: TAG, type: 'answer', id: message.id, metrics }));
     }
   });
-  // Ctrl-C reaches the whole process group: the primary decides, and tells each worker.
+  // Ctrl-C and a SIGHUP to the process group reach every process: the primary decides and tells each worker.
   process.on('SIGINT', () => {});
+  process.on('SIGHUP', () => {});
   // Sent to this worker alone: it drains and goes, and the primary forks a replacement.
   process.on('SIGTERM', stop);
-  process.on('SIGHUP', () => void gateway.reloadPolicy());
-  // The primary is gone (killed): nobody would replace or stop this worker.
+  // The primary is gone (killed): nobody would replace or stop this worker, so it drains and goes.
+  // Node's own handler would exit at once, cutting requests in flight, unless told this is expected.
+  cluster.worker!.exitedAfterDisconnect = true;
   process.on('disconnect', stop);
-  process.send!({ tag: TAG, type: 'ready', port: gateway.port } satisfies Message);
+  send({ tag: TAG, type: 'ready', port: gateway.port });
 }
 
 export class WorkerStartError extends Error {}
 
 /**
- * In the primary: forks `config.workers` workers, waits until each listens, then serves the admin
- * endpoints. Resolves once running; the process then ends on SIGTERM/SIGINT after every worker has
+ * In the primary: binds the admin listener, forks `config.workers` workers and waits until each
+ * listens. Resolves once running; the process then ends on SIGTERM/SIGINT after every worker has
  * drained. Rejects with WorkerStartError when a worker cannot start (its own error is on stderr).
  */
 export async function runPrimary(config: Config, logger: Logger): Promise<void> {
-  const aggregator = new AggregatorRegistry();
   /** Each live worker, and whether it has said it listens. */
-  const started = new Map<Worker, boolean>();
-  let stopping = false;
+  const workers = new Map<Worker, boolean>();
+  const pending = new Map<number, (answer: Message & { type: 'answer' }) => void>();
+  let phase: 'starting' | 'running' | 'stopping' = 'starting';
   let askId = 0;
+  let failedExits = 0;
+
+  /** Asks each listening worker; resolves to the answers that came in time. */
+  const askAll = async (type: 'readiness' | 'metrics') => {
+    const asked = [...workers].filter(([w, listening]) => listening && w.isConnected()).map(([w]) => w);
+    const answers = await Promise.all(
+      asked.map(
+        (worker) =>
+          new Promise<(Message & { type: 'answer' }) | null>((resolve) => {
+            const id = ++askId;
+            const timer = setTimeout(() => {
+              pending.delete(id);
+              resolve(null);
+            }, ASK_TIMEOUT_MS);
+            pending.set(id, (answer) => {
+              clearTimeout(timer);
+              pending.delete(id);
+              resolve(answer);
+            });
+            worker.send({ tag: TAG, type, id } satisfies Message);
+          }),
+      ),
+    );
+    return { asked: asked.length, answers: answers.filter((a) => a !== null) };
+  };
+
+  const readiness = async (): Promise<ReadinessCheck> => {
+    const { answers } = await askAll('readiness');
+    const all = answers.map((a) => a.readiness!);
+    return {
+      policy: all.every((c) => c.policy === 'ok') ? 'ok' : 'not_loaded',
+      key_store: all.every((c) => c.key_store === 'ok') ? 'ok' : 'unavailable',
+      shutdown: phase === 'stopping' ? 'in_progress' : 'no',
+      workers: all.length === config.workers && all.every(isReady) ? 'ok' : 'missing',
+    };
+  };
+  const metricsText = async () => {
+    const { answers } = await askAll('metrics');
+    return AggregatorRegistry.aggregate(answers.map((a) => a.metrics!)).metrics();
+  };
+
+  // The admin port first: if it is taken, nothing has been forked yet.
+  const admin = createAdminServer({ metrics: { contentType: AggregatorRegistry.PROMETHEUS_CONTENT_TYPE, text: metricsText }, readiness });
+  const adminPort = await new Promise<number>((resolve, reject) => {
+    admin.once('error', reject);
+    admin.listen(config.adminPort, config.adminHost, () => resolve((admin.address() as AddressInfo).port));
+  });
 
   const fork = () => {
     const worker = cluster.fork();
-    started.set(worker, false);
+    workers.set(worker, false);
+    // A send to a worker that has just died fails here, not as an uncaught exception.
+    worker.on('error', (err) => logger.warn({ err, pid: worker.process.pid }, 'worker channel error'));
+    worker.on('message', (message: unknown) => {
+      if (!isMessage(message)) return;
+      if (message.type === 'answer') pending.get(message.id)?.(message);
+      else if (message.type === 'ready') {
+        workers.set(worker, true);
+        // Forked while a shutdown was beginning: it never heard the order.
+        if (phase === 'stopping') worker.send({ tag: TAG, type: 'shutdown' } satisfies Message);
+      }
+    });
     return worker;
   };
-  const ready = (worker: Worker) =>
+  const listening = (worker: Worker) =>
     new Promise<number>((resolve, reject) => {
       const onMessage = (message: unknown) => {
         if (isMessage(message) && message.type === 'ready') {
-          started.set(worker, true);
           worker.off('exit', onExit);
           worker.off('message', onMessage);
           resolve(message.port);
@@ -91,102 +153,58 @@ export async function runPrimary(config: Config, logger: Logger): Promise<void> 
       worker.once('exit', onExit);
     });
 
-  const workers = Array.from({ length: config.workers }, fork);
-  let port: number | undefined;
-  try {
-    [port] = await Promise.all(workers.map(ready));
-  } catch (err) {
-    stopping = true;
-    for (const worker of started.keys()) worker.process.kill('SIGKILL');
-    throw err;
-  }
-
-  cluster.on('exit', (worker, code, signal) => {
-    const hadStarted = started.get(worker) === true;
-    started.delete(worker);
-    if (stopping) return;
-    if (!hadStarted) {
-      // A replacement that cannot even start would be replaced for ever: stop instead.
-      logger.fatal({ pid: worker.process.pid, code, signal }, 'a replacement worker could not start: stopping every worker');
-      void stop('worker could not start', 1);
-      return;
-    }
-    const replacement = fork();
-    ready(replacement).catch(() => {}); // its exit before ready is handled above
-    logger.error({ pid: worker.process.pid, code, signal, replacement_pid: replacement.process.pid }, 'worker died: replaced');
-  });
-
-  /** Asks every live worker for its readiness; one that does not answer in time is not ready. */
-  const readiness = async (): Promise<ReadinessCheck> => {
-    const live = [...started.keys()].filter((w) => w.isConnected());
-    const answers = await Promise.all(
-      live.map(
-        (worker) =>
-          new Promise<ReadinessCheck | null>((resolve) => {
-            const id = ++askId;
-            const timer = setTimeout(() => done(null), READINESS_ASK_MS);
-            const onMessage = (message: unknown) => {
-              if (isMessage(message) && message.type === 'readiness' && message.id === id) done(message.checks ?? null);
-            };
-            const done = (checks: ReadinessCheck | null) => {
-              clearTimeout(timer);
-              worker.off('message', onMessage);
-              resolve(checks);
-            };
-            worker.on('message', onMessage);
-            worker.send({ tag: TAG, type: 'readiness', id } satisfies Message);
-          }),
-      ),
-    );
-    const all = answers.filter((a): a is ReadinessCheck => a !== null);
-    return {
-      policy: all.every((c) => c.policy === 'ok') ? 'ok' : 'not_loaded',
-      key_store: all.every((c) => c.key_store === 'ok') ? 'ok' : 'unavailable',
-      shutdown: stopping || all.some((c) => c.shutdown !== 'no') ? 'in_progress' : 'no',
-      workers: all.length === config.workers && all.every(isReady) ? 'ok' : 'missing',
-    };
-  };
-
-  const admin = createAdminServer({ metrics: { contentType: aggregator.contentType, text: () => aggregator.clusterMetrics() }, readiness });
-  const adminPort = await new Promise<number>((resolve, reject) => {
-    admin.once('error', reject);
-    admin.listen(config.adminPort, config.adminHost, () => resolve((admin.address() as AddressInfo).port));
-  }).catch((err: unknown) => {
-    stopping = true;
-    for (const worker of started.keys()) worker.process.kill('SIGKILL');
-    throw err;
-  });
-  logger.info(
-    { port, host: config.host, admin_port: adminPort, admin_host: config.adminHost, workers: [...started.keys()].map((w) => w.process.pid) },
-    'listening',
-  );
-
   let stopped: Promise<void> | undefined;
   const stop = (reason: string, exitCode: number): Promise<void> => {
     stopped ??= (async () => {
-      stopping = true;
-      logger.info({ reason, workers: started.size }, 'shutting down: every worker drains its requests');
-      const gone = [...started.keys()].map((w) => new Promise<void>((resolve) => (w.isDead() ? resolve() : w.once('exit', () => resolve()))));
-      for (const worker of started.keys()) if (worker.isConnected()) worker.send({ tag: TAG, type: 'shutdown' } satisfies Message);
+      phase = 'stopping';
+      logger.info({ reason, workers: workers.size }, 'shutting down: every worker drains its requests');
+      const gone = [...workers.keys()].map((w) => new Promise<void>((resolve) => (w.isDead() ? resolve() : w.once('exit', () => resolve()))));
+      for (const [worker, isListening] of workers) {
+        // One still starting has no handler yet: it serves nothing, so a plain SIGTERM ends it.
+        if (!isListening) worker.process.kill('SIGTERM');
+        else if (worker.isConnected()) worker.send({ tag: TAG, type: 'shutdown' } satisfies Message);
+      }
       // Each worker keeps its own deadline (SHUTDOWN_TIMEOUT_MS); this one is for a worker that hangs.
       const backstop = setTimeout(() => {
+        failedExits++;
         logger.warn('workers still running past the shutdown deadline: killing them');
-        for (const worker of started.keys()) worker.process.kill('SIGKILL');
+        for (const worker of workers.keys()) worker.process.kill('SIGKILL');
       }, config.shutdownTimeoutMs + 5_000);
       await Promise.all(gone);
       clearTimeout(backstop);
       admin.closeAllConnections();
       await new Promise((resolve) => admin.close(resolve));
-      logger.info('stopped');
-      process.exit(exitCode);
+      logger.info({ failed_workers: failedExits }, 'stopped');
+      process.exit(failedExits > 0 ? 1 : exitCode);
     })();
     return stopped;
   };
+
+  cluster.on('exit', (worker, code, signal) => {
+    const wasListening = workers.get(worker) === true;
+    workers.delete(worker);
+    if (phase === 'stopping') {
+      if (code !== 0 && code !== null) failedExits++;
+      return;
+    }
+    if (!wasListening) {
+      // At start-up, listening() reports it. Later, a replacement that cannot start would be
+      // replaced for ever: stop instead.
+      if (phase === 'running') {
+        logger.fatal({ pid: worker.process.pid, code, signal }, 'a replacement worker could not start: stopping every worker');
+        void stop('worker could not start', 1);
+      }
+      return;
+    }
+    const replacement = fork();
+    logger.error({ pid: worker.process.pid, code, signal, replacement_pid: replacement.process.pid }, 'worker died: replaced');
+  });
+
   let signalled = false;
   const onSignal = (signal: string) => {
     if (signalled) {
       logger.warn({ signal }, 'second signal: exiting now');
-      for (const worker of started.keys()) worker.process.kill('SIGKILL');
+      for (const worker of workers.keys()) worker.process.kill('SIGKILL');
       process.exit(1);
     }
     signalled = true;
@@ -195,6 +213,24 @@ export async function runPrimary(config: Config, logger: Logger): Promise<void> 
   process.on('SIGTERM', () => onSignal('SIGTERM'));
   process.on('SIGINT', () => onSignal('SIGINT'));
   process.on('SIGHUP', () => {
-    for (const worker of started.keys()) if (worker.isConnected()) worker.send({ tag: TAG, type: 'reload' } satisfies Message);
+    for (const [worker, isListening] of workers) if (isListening && worker.isConnected()) worker.send({ tag: TAG, type: 'reload' } satisfies Message);
   });
+
+  const first = Array.from({ length: config.workers }, fork);
+  let port: number | undefined;
+  try {
+    [port] = await Promise.all(first.map(listening));
+  } catch (err) {
+    // A signal during start-up: the workers it stopped are not a failure to report.
+    if (stopped !== undefined) return void (await stopped);
+    phase = 'stopping';
+    for (const worker of workers.keys()) worker.process.kill('SIGKILL');
+    admin.close();
+    throw err;
+  }
+  if (phase === 'starting') phase = 'running';
+  logger.info(
+    { port, host: config.host, admin_port: adminPort, admin_host: config.adminHost, workers: [...workers.keys()].map((w) => w.process.pid) },
+    'listening',
+  );
 }

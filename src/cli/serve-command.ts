@@ -39,7 +39,11 @@ export async function serveCommand(args: string[]): Promise<void> {
     } catch (err) {
       if (err instanceof PolicyLoadError) throw new CommandError(`policy refused:\n${err.message}`);
       if (err instanceof WorkerStartError) throw new CommandError(err.message);
-      if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') throw new CommandError(`ADMIN_PORT: already in use (${(err as Error).message})`);
+      // Only the admin listener is the primary's own.
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'EADDRINUSE') throw new CommandError(`ADMIN_PORT: already in use (${(err as Error).message})`);
+      if (code === 'EADDRNOTAVAIL' || code === 'EAFNOSUPPORT') throw new CommandError(`ADMIN_HOST: cannot listen on ${config.adminHost} (${code})`);
+      if (code === 'EACCES') throw new CommandError(`ADMIN_PORT: not allowed to listen on ${config.adminPort}`);
       throw err;
     }
   }
@@ -49,7 +53,7 @@ export async function serveCommand(args: string[]): Promise<void> {
   } catch (err) {
     if (err instanceof PolicyLoadError) throw new CommandError(`policy refused:\n${err.message}`);
     const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'EADDRINUSE') throw new CommandError(`PORT or ADMIN_PORT: already in use (${(err as Error).message})`);
+    if (code === 'EADDRINUSE') throw new CommandError(`${clustered ? 'PORT' : 'PORT or ADMIN_PORT'}: already in use (${(err as Error).message})`);
     if (code === 'EADDRNOTAVAIL' || code === 'EAFNOSUPPORT') throw new CommandError(`HOST: cannot listen on ${config.host} (${code})`);
     if (code === 'EACCES') throw new CommandError(`PORT: not allowed to listen on ${config.port}`);
     throw err;

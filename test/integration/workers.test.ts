@@ -136,6 +136,39 @@ describe('WORKERS=2', () => {
     }
   }, 30_000);
 
+  it('lets every worker drain and go when the primary is killed outright', async () => {
+    const { key } = await createKey(env, { acquirer: 'acq_workers', permissions: ['eod_list', 'eod_read'] });
+    let release: (() => void) | undefined;
+    upstream.handle((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.write('{"eod_statements":');
+      release = () => res.end('[]}');
+    });
+    const g = await startServe({ ...env, WORKERS: '2' });
+    try {
+      const pids = workerPids(g);
+      const inFlight = new Promise<{ status: number; body: string }>((resolve, reject) => {
+        http.get(`${g.url}${LIST}`, { headers: bearer(key), agent: false }, (res) => {
+          let body = '';
+          res.on('data', (c: Buffer) => (body += c.toString()));
+          res.on('end', () => resolve({ status: res.statusCode!, body }));
+        }).on('error', reject);
+      });
+      await waitFor(() => release !== undefined, { what: 'the request to reach the upstream' });
+      g.child.kill('SIGKILL');
+      await waitFor(() => logEntries(g).some((e) => e.msg === 'shutting down: draining requests in flight'), { what: 'a worker to start draining' });
+      release!();
+      expect(await inFlight).toEqual({ status: 200, body: '{"eod_statements":[]}' });
+      await waitFor(() => !pids.some(alive), { timeoutMs: 10_000, what: 'the orphaned workers to exit' });
+    } finally {
+      upstream.handle((_req, res) => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end('{"eod_statements":[]}');
+      });
+      for (const pid of workerPids(g).filter(alive)) process.kill(pid, 'SIGKILL');
+    }
+  }, 30_000);
+
   it('refuses a bad WORKERS value with the variable named, and a bad policy once, before forking', async () => {
     const bad = await runCli(['serve'], { ...env, WORKERS: 'many' });
     expect(bad.code).toBe(2);
