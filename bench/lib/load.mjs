@@ -9,7 +9,9 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const REPORT_LUA = path.join(here, '..', 'report.lua');
 const AUTOCANNON = path.join(here, '..', 'node_modules', 'autocannon', 'autocannon.js');
 
-export const loadGenerator = spawnSync('wrk', ['--version']).error === undefined ? 'wrk' : 'autocannon';
+/** `BENCH_LOAD_GENERATOR=autocannon` forces the fallback (to check it where wrk is installed). */
+export const loadGenerator = process.env.BENCH_LOAD_GENERATOR ?? (spawnSync('wrk', ['--version']).error === undefined ? 'wrk' : 'autocannon');
+if (loadGenerator !== 'wrk' && loadGenerator !== 'autocannon') throw new Error(`BENCH_LOAD_GENERATOR: wrk or autocannon, not ${loadGenerator}`);
 
 /** `0m1.230s` → seconds. */
 const bashSeconds = (s) => {
