@@ -87,4 +87,5 @@ it('an updated key is judged by its new permissions and whitelist within a secon
 
   const shown = await runCli(['keys', 'show', id], env);
   expect(JSON.parse(shown.stdout)).toMatchObject({ id, permissions: ['eod_list', 'eod_read'], allowed_ips: [], disabled_at: null });
-});
+  // Seven CLI processes, each a Node start-up: on two busy cores that alone can pass jest's 5 s.
+}, 20_000);
