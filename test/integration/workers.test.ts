@@ -2,7 +2,7 @@ import http from 'node:http';
 import { createKey, runCli, startServe, type ServeProcess } from '../helpers/cli.js';
 import { bearer, request } from '../helpers/http.js';
 import { startTestRedis, type TestRedis } from '../helpers/redis.js';
-import { headerValues, startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
+import { headerValues, startUpstream, type RecordingUpstream, type UpstreamHandler } from '../helpers/upstream.js';
 import { waitFor } from '../helpers/wait.js';
 
 /**
@@ -19,10 +19,7 @@ let env: Record<string, string>;
 beforeAll(async () => {
   redis = await startTestRedis();
   upstream = await startUpstream();
-  upstream.handle((_req, res) => {
-    res.writeHead(200, { 'content-type': 'application/json' });
-    res.end('{"eod_statements":[]}');
-  });
+  upstream.handle(answerList);
   env = { REDIS_URL: redis.url, REDIS_KEY_PREFIX: redis.prefix, UPSTREAM_URL: upstream.url };
 }, 30_000);
 
@@ -42,6 +39,33 @@ const alive = (pid: number) => {
 const logEntries = (g: ServeProcess) => g.logLines.map((l) => JSON.parse(l) as Record<string, unknown>);
 const workerPids = (g: ServeProcess) => logEntries(g).find((e) => e.msg === 'listening')!.workers as number[];
 const metric = (text: string, series: string) => Number(text.split('\n').find((l) => l.startsWith(series + ' '))?.split(' ')[1]);
+
+const answerList: UpstreamHandler = (_req, res) => {
+  res.writeHead(200, { 'content-type': 'application/json' });
+  res.end('{"eod_statements":[]}');
+};
+
+/**
+ * Sends one list request whose upstream answer stops half-way until `release()`; resolves once the
+ * upstream holds it, to the whole response to come.
+ */
+async function holdRequestInFlight(g: ServeProcess, key: string) {
+  let finish: (() => void) | undefined;
+  upstream.handle((_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.write('{"eod_statements":');
+    finish = () => res.end('[]}');
+  });
+  const inFlight = new Promise<{ status: number; body: string }>((resolve, reject) => {
+    http.get(`${g.url}${LIST}`, { headers: bearer(key), agent: false }, (res) => {
+      let body = '';
+      res.on('data', (c: Buffer) => (body += c.toString()));
+      res.on('end', () => resolve({ status: res.statusCode!, body }));
+    }).on('error', reject);
+  });
+  await waitFor(() => finish !== undefined, { what: 'the request to reach the upstream' });
+  return { inFlight, release: () => finish!() };
+}
 
 /** Sends `n` requests, each on its own connection, so the primary hands them to both workers. */
 async function burst(g: ServeProcess, key: string, n: number): Promise<number[]> {
@@ -103,68 +127,36 @@ describe('WORKERS=2', () => {
 
   it('drains every worker on SIGTERM: a request in flight completes, then all processes exit 0', async () => {
     const { key } = await createKey(env, { acquirer: 'acq_workers', permissions: ['eod_list', 'eod_read'] });
-    let release: (() => void) | undefined;
-    upstream.handle((_req, res) => {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.write('{"eod_statements":');
-      release = () => res.end('[]}');
-    });
     const g = await startServe({ ...env, WORKERS: '2' });
     try {
       const pids = workerPids(g);
-      const inFlight = new Promise<{ status: number; body: string }>((resolve, reject) => {
-        http.get(`${g.url}${LIST}`, { headers: bearer(key), agent: false }, (res) => {
-          let body = '';
-          res.on('data', (c: Buffer) => (body += c.toString()));
-          res.on('end', () => resolve({ status: res.statusCode!, body }));
-        }).on('error', reject);
-      });
-      await waitFor(() => release !== undefined, { what: 'the request to reach the upstream' });
+      const { inFlight, release } = await holdRequestInFlight(g, key);
       const exited = new Promise<number | null>((resolve) => g.child.once('exit', resolve));
       g.child.kill('SIGTERM');
       await waitFor(async () => (await request(g.adminUrl, '/readyz').catch(() => ({ status: 0 }))).status === 503, { what: 'readiness to drop' });
-      release!();
+      release();
       expect(await inFlight).toEqual({ status: 200, body: '{"eod_statements":[]}' });
       expect(await exited).toBe(0);
       expect(pids.some(alive)).toBe(false);
     } finally {
-      upstream.handle((_req, res) => {
-        res.writeHead(200, { 'content-type': 'application/json' });
-        res.end('{"eod_statements":[]}');
-      });
+      upstream.handle(answerList);
       await g.stop();
     }
   }, 30_000);
 
   it('lets every worker drain and go when the primary is killed outright', async () => {
     const { key } = await createKey(env, { acquirer: 'acq_workers', permissions: ['eod_list', 'eod_read'] });
-    let release: (() => void) | undefined;
-    upstream.handle((_req, res) => {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.write('{"eod_statements":');
-      release = () => res.end('[]}');
-    });
     const g = await startServe({ ...env, WORKERS: '2' });
     try {
       const pids = workerPids(g);
-      const inFlight = new Promise<{ status: number; body: string }>((resolve, reject) => {
-        http.get(`${g.url}${LIST}`, { headers: bearer(key), agent: false }, (res) => {
-          let body = '';
-          res.on('data', (c: Buffer) => (body += c.toString()));
-          res.on('end', () => resolve({ status: res.statusCode!, body }));
-        }).on('error', reject);
-      });
-      await waitFor(() => release !== undefined, { what: 'the request to reach the upstream' });
+      const { inFlight, release } = await holdRequestInFlight(g, key);
       g.child.kill('SIGKILL');
       await waitFor(() => logEntries(g).some((e) => e.msg === 'shutting down: draining requests in flight'), { what: 'a worker to start draining' });
-      release!();
+      release();
       expect(await inFlight).toEqual({ status: 200, body: '{"eod_statements":[]}' });
       await waitFor(() => !pids.some(alive), { timeoutMs: 10_000, what: 'the orphaned workers to exit' });
     } finally {
-      upstream.handle((_req, res) => {
-        res.writeHead(200, { 'content-type': 'application/json' });
-        res.end('{"eod_statements":[]}');
-      });
+      upstream.handle(answerList);
       for (const pid of workerPids(g).filter(alive)) process.kill(pid, 'SIGKILL');
     }
   }, 30_000);
