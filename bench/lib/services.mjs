@@ -51,9 +51,14 @@ export const get = (url, headers = {}) =>
       .on('error', reject),
   );
 
-/** Starts a script of bench/ as its own process; resolves to its port (its first line of output). */
-export function startScript(script, ...args) {
-  const child = spawn(process.execPath, [path.join(here, '..', script), ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+/**
+ * Starts a script of bench/ as its own process; resolves to its port (its first line of output).
+ * A first argument `{ nodeArgs }` passes options to node itself (`--cpu-prof`).
+ */
+export function startScript(...scriptAndArgs) {
+  const nodeArgs = typeof scriptAndArgs[0] === 'object' ? scriptAndArgs.shift().nodeArgs : [];
+  const [script, ...args] = scriptAndArgs;
+  const child = spawn(process.execPath, [...nodeArgs, path.join(here, '..', script), ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
   children.push(child);
   return new Promise((resolve, reject) => {
     child.stdout.once('data', (d) => resolve({ child, port: Number(d.toString().trim()), url: `http://127.0.0.1:${Number(d.toString().trim())}` }));
