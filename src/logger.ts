@@ -1,7 +1,17 @@
 import { pino, stdSerializers, type Logger as PinoLogger } from 'pino';
 import { redactSecrets } from './observability/redact.js';
 
-export type Logger = Pick<PinoLogger, 'info' | 'warn' | 'error' | 'debug' | 'fatal'>;
+/** A record of one level: strings, numbers, booleans and nulls only, so it serialises in one step. */
+export type FlatRecord = Readonly<Record<string, string | number | boolean | null | undefined>>;
+
+export interface Logger extends Pick<PinoLogger, 'info' | 'warn' | 'error' | 'debug' | 'fatal'> {
+  /**
+   * The same line `info(record, msg)` or `warn(record, msg)` writes (same fields, same order, same
+   * redaction), serialised by one `JSON.stringify` instead of pino's field-by-field walk: for the
+   * access log, a line per request, where that walk was the gateway's largest own cost.
+   */
+  flat(level: 'info' | 'warn', record: FlatRecord, msg: string): void;
+}
 
 /** Fields that could carry a secret whatever its shape: replaced whole, at any depth. */
 const SECRET_FIELDS = new Set(['authorization', 'key']);
@@ -45,35 +55,64 @@ function redactError(err: Error) {
   return scrub(serialized);
 }
 
-/** How long a log line may wait in the stdout buffer when traffic is too light to fill it. */
+/** How long a log line may wait in the buffer when traffic is too light to fill it. */
 const FLUSH_INTERVAL_MS = 200;
+/** Lines are handed to the stream in blocks of about this many characters. */
+const BLOCK_CHARS = 16 * 1024;
+
+/** Where log lines go: a stream, or anything with its `write`. */
+type LineSink = { write(text: string): unknown };
 
 /**
- * Standard output, written asynchronously in blocks of at least 4 KiB (one write per block, not per
- * line, and never on the request path) and flushed every 200 ms, and when the process exits (pino
- * flushes it synchronously on exit). A SIGKILL can lose what is still buffered: at most 200 ms of lines.
+ * Standard output, in blocks: lines are gathered and handed over about 16 KiB at a time to pino's
+ * asynchronous destination, which writes them off the request path (one write per block, not per
+ * line: a write per line cost more than building the line). Flushed every 200 ms, and synchronously
+ * when the process exits. A SIGKILL can lose what is still buffered: at most 200 ms of lines.
  */
-function bufferedStdout() {
-  const stream = pino.destination({ dest: 1, sync: false, minLength: 4096 });
-  setInterval(() => {
+function bufferedStdout(): LineSink {
+  const stream = pino.destination({ dest: 1, sync: false });
+  let lines: string[] = [];
+  let chars = 0;
+  const handOver = () => {
+    if (lines.length === 0) return;
+    const block = lines.join('');
+    lines = [];
+    chars = 0;
+    stream.write(block);
+  };
+  setInterval(handOver, FLUSH_INTERVAL_MS).unref();
+  process.once('exit', () => {
+    handOver();
     try {
-      stream.flush();
+      stream.flushSync();
     } catch {
-      // Destroyed (stdout closed): nothing more can be written anyway.
+      // Destroyed (stdout closed) or never opened: nothing more can be written anyway.
     }
-  }, FLUSH_INTERVAL_MS).unref();
-  return stream;
+  });
+  return {
+    write(line: string) {
+      lines.push(line);
+      chars += line.length;
+      if (chars >= BLOCK_CHARS) handOver();
+      return true;
+    },
+  };
 }
+
+/** pino's numbers for the levels `flat` writes. */
+const LEVEL_VALUES = { info: 30, warn: 40 } as const;
 
 /**
  * JSON lines on stdout. Secrets are removed three ways: known fields by name, every string field
  * (error messages and stacks included) by pattern, and the message itself by pattern, so a key pasted
  * into a URL or echoed by a library error never reaches a log.
  */
-export function createLogger(level = 'info', destination: NodeJS.WritableStream | undefined = undefined, fields: Record<string, unknown> = {}): Logger {
+export function createLogger(level = 'info', destination: LineSink | undefined = undefined, fields: Record<string, unknown> = {}): Logger {
+  const base = { service: 'acquirer-gateway', ...fields };
+  const sink = destination ?? bufferedStdout();
   const options = {
     level,
-    base: { service: 'acquirer-gateway', ...fields },
+    base,
     serializers: { err: redactError },
     formatters: { log: (record: Record<string, unknown>) => scrub(record) as Record<string, unknown> },
     hooks: {
@@ -82,8 +121,19 @@ export function createLogger(level = 'info', destination: NodeJS.WritableStream 
       },
     },
   };
-  return pino(options, (destination ?? bufferedStdout()) as Parameters<typeof pino>[1]);
+  const logger = pino(options, sink as Parameters<typeof pino>[1]);
+  // pino's own order: level, time, the base fields, the record's, msg.
+  const baseFields = JSON.stringify(scrub(base)).slice(1, -1);
+  const afterTime = baseFields === '' ? '' : `,${baseFields}`;
+  const flat = (lineLevel: 'info' | 'warn', record: FlatRecord, msg: string): void => {
+    if (!logger.isLevelEnabled(lineLevel)) return;
+    const fieldsText = JSON.stringify(scrub(record)).slice(1, -1);
+    sink.write(
+      `{"level":${LEVEL_VALUES[lineLevel]},"time":${Date.now()}${afterTime}${fieldsText === '' ? '' : `,${fieldsText}`},"msg":${JSON.stringify(redactSecrets(msg))}}\n`,
+    );
+  };
+  return Object.assign(logger, { flat });
 }
 
 /** For tests and tools that must stay quiet. */
-export const silentLogger: Logger = pino({ level: 'silent' });
+export const silentLogger: Logger = createLogger('silent', { write: () => true });

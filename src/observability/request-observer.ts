@@ -67,12 +67,11 @@ export function createRequestObserver({ policy, metrics, logger, trustedProxies 
         key_id: locals.key?.id ?? null,
         client: clientAddress(res, req, peer, trustedProxies),
         duration_ms: Math.round(seconds * 1e6) / 1e3,
-        upstream_ms: locals.upstreamMs ?? null,
+        upstream_ms: locals.upstreamMs === undefined ? null : Math.round(locals.upstreamMs * 1e3) / 1e3,
         upstream_status: locals.upstreamStatus ?? null,
         completed: res.writableFinished,
       };
-      if (status >= 500 || !res.writableFinished) logger.warn(line, 'request');
-      else logger.info(line, 'request');
+      logger.flat(status >= 500 || !res.writableFinished ? 'warn' : 'info', line, 'request');
     });
     next();
   };

@@ -285,6 +285,9 @@ describe('shutdown', () => {
     finishSlow = undefined;
     expect(await download).toEqual({ status: 200, body: 'first,part\r\nlast,part\r\n' });
     expect(await exited).toBe(0);
+    // Written in the last moments before exit: log lines still buffered are flushed on the way out.
+    const line = await waitFor(() => g.logLines.map((l) => JSON.parse(l)).find((e) => e.msg === 'request' && e.path === CSV), { what: 'the download\'s access line' });
+    expect(line).toMatchObject({ status: 200, decision: 'allowed', completed: true });
     allLogLines.push(...g.logLines);
   }, 20_000);
 

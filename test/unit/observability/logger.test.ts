@@ -75,3 +75,40 @@ describe('errors from libraries', () => {
     expect(JSON.parse(lines[0]!).context).toBe('redis connection redis://gw:[redacted]@redis:6379');
   });
 });
+
+describe('flat records (the access log)', () => {
+  const record = { request_id: 'r1', method: 'GET', path: '/v1/acquirer/eod_statements', status: 200, completed: true, code: null, upstream_ms: 0.5 };
+
+  it('are the same line info() and warn() write, but for the time', () => {
+    const { lines, stream } = capture();
+    const logger = createLogger('info', stream, { pid: 4242 });
+    logger.info(record, 'request');
+    logger.flat('info', record, 'request');
+    logger.warn(record, 'request');
+    logger.flat('warn', record, 'request');
+    const withoutTime = (line: string) => line.replace(/"time":\d+,/, '');
+    expect(lines).toHaveLength(4);
+    expect(withoutTime(lines[1]!)).toBe(withoutTime(lines[0]!));
+    expect(withoutTime(lines[3]!)).toBe(withoutTime(lines[2]!));
+    expect(JSON.parse(lines[1]!)).toMatchObject({ level: 30, service: 'acquirer-gateway', pid: 4242, ...record, msg: 'request' });
+    expect(JSON.parse(lines[3]!).level).toBe(40);
+    expect(Math.abs(JSON.parse(lines[1]!).time - Date.now())).toBeLessThan(60_000);
+  });
+
+  it('are redacted like any other record', () => {
+    const { lines, stream } = capture();
+    const logger = createLogger('info', stream);
+    logger.flat('info', { path: `/v1/x?api_key=${KEY}`, key: 'opaque-secret', note: 'say "hi"\n' }, `msg ${KEY}`);
+    expect(lines[0]).not.toContain('S'.repeat(20));
+    expect(lines[0]).not.toContain('opaque-secret');
+    expect(JSON.parse(lines[0]!)).toMatchObject({ path: '/v1/x?api_key=acquirer_key_[redacted]', key: '[redacted]', note: 'say "hi"\n', msg: 'msg acquirer_key_[redacted]' });
+  });
+
+  it('are left out below the logger\'s level', () => {
+    const { lines, stream } = capture();
+    const logger = createLogger('warn', stream);
+    logger.flat('info', record, 'request');
+    logger.flat('warn', record, 'request');
+    expect(lines.map((l) => JSON.parse(l).level)).toEqual([40]);
+  });
+});
