@@ -131,9 +131,11 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): RequestHandl
     });
   };
 
+  // Host names the upstream, whatever the client sent; set with the other headers (httpxy's
+  // changeOrigin would work it out again on every request).
+  const upstreamHost = new URL(options.target).host;
   const proxy = createProxyMiddleware({
     target: options.target,
-    changeOrigin: true,
     agent: options.agent,
     selfHandleResponse: true,
     ejectPlugins: true,
@@ -144,7 +146,9 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): RequestHandl
     // The client may have left while its key was looked up: nothing to forward on its behalf.
     if (req.socket.destroyed) return;
     const { policy, key, requestId } = res.locals;
-    req.headers = buildUpstreamHeaders(req.headers, policy.acquirerHeader, key!.acquirerId, requestId) as typeof req.headers;
+    const headers = buildUpstreamHeaders(req.headers, policy.acquirerHeader, key!.acquirerId, requestId);
+    headers.host = upstreamHost;
+    req.headers = headers as typeof req.headers;
     const state: InFlight = { timer: undefined, startedAt: process.hrtime.bigint(), proxyReq: undefined, answered: false };
     state.timer = setTimeout(() => {
       state.answered = true;
