@@ -1,20 +1,22 @@
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
+import { BatchedCounter, BatchedHistogram } from './batched-metrics.js';
 
 /**
  * Every metric the gateway exports, on one registry per gateway instance. Label values are closed
  * sets (route ids from the policy, a fixed list of reasons and kinds, statuses, known methods):
  * never a raw path, a key, a key id or a client address, so cardinality stays bounded whatever
- * clients send.
+ * clients send. Those counted on every request are batched (./batched-metrics.ts): plain numbers,
+ * handed to prom-client when it is scraped.
  */
 export interface GatewayMetrics {
   readonly registry: Registry;
-  readonly requests: Counter<'route' | 'method' | 'status'>;
-  readonly requestDuration: Histogram<'route'>;
-  readonly denials: Counter<'reason'>;
-  readonly keyResolutions: Counter<'layer' | 'result'>;
-  readonly upstreamDuration: Histogram<'route'>;
-  readonly upstreamErrors: Counter<'kind'>;
-  readonly upstreamStatusMapped: Counter<'route' | 'upstream_status' | 'status'>;
+  readonly requests: BatchedCounter<'route' | 'method' | 'status'>;
+  readonly requestDuration: BatchedHistogram<'route'>;
+  readonly denials: BatchedCounter<'reason'>;
+  readonly keyResolutions: BatchedCounter<'layer' | 'result'>;
+  readonly upstreamDuration: BatchedHistogram<'route'>;
+  readonly upstreamErrors: BatchedCounter<'kind'>;
+  readonly upstreamStatusMapped: BatchedCounter<'route' | 'upstream_status' | 'status'>;
   readonly policyInfo: Gauge<'hash'>;
   readonly policyReloads: Counter<'result'>;
   readonly keyStoreUp: Gauge;
@@ -40,45 +42,45 @@ export function createMetrics(): GatewayMetrics {
   const registers = [registry];
   return {
     registry,
-    requests: new Counter({
+    requests: new BatchedCounter({
       name: `${prefix}requests_total`,
       help: 'Requests answered, by policy route id (or "unmatched"), method and status.',
       labelNames: ['route', 'method', 'status'],
       registers,
     }),
-    requestDuration: new Histogram({
+    requestDuration: new BatchedHistogram({
       name: `${prefix}request_duration_seconds`,
       help: 'Time from request to the end of the response, by route.',
       labelNames: ['route'],
       buckets: DURATION_BUCKETS,
       registers,
     }),
-    denials: new Counter({
+    denials: new BatchedCounter({
       name: `${prefix}denials_total`,
       help: 'Requests refused by the gateway, by reason.',
       labelNames: ['reason'],
       registers,
     }),
-    keyResolutions: new Counter({
+    keyResolutions: new BatchedCounter({
       name: `${prefix}key_resolutions_total`,
       help: 'API key lookups by layer (memory, redis) and result (hit, negative_hit, coalesced, miss, error).',
       labelNames: ['layer', 'result'],
       registers,
     }),
-    upstreamDuration: new Histogram({
+    upstreamDuration: new BatchedHistogram({
       name: `${prefix}upstream_duration_seconds`,
       help: 'Time until the upstream answered with response headers, by route.',
       labelNames: ['route'],
       buckets: DURATION_BUCKETS,
       registers,
     }),
-    upstreamErrors: new Counter({
+    upstreamErrors: new BatchedCounter({
       name: `${prefix}upstream_errors_total`,
       help: 'Upstream requests that failed, by kind (refused, reset, timeout, unresolvable, protocol, other).',
       labelNames: ['kind'],
       registers,
     }),
-    upstreamStatusMapped: new Counter({
+    upstreamStatusMapped: new BatchedCounter({
       name: `${prefix}upstream_status_mapped_total`,
       help: 'Upstream error statuses replaced by a gateway error, by route, upstream status and status sent.',
       labelNames: ['route', 'upstream_status', 'status'],
