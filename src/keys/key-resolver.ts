@@ -107,7 +107,16 @@ export class KeyResolver {
   }
 
   /** Resolves a key by its hash. Rejects with KeyStoreUnavailableError rather than guess. */
-  async resolve(keyHash: string): Promise<KeyVerdict> {
+  resolve(keyHash: string): Promise<KeyVerdict> {
+    const remembered = this.fromMemory(keyHash);
+    return remembered !== undefined ? Promise.resolve(remembered) : this.#lookup(keyHash, this.#known.get(keyHash));
+  }
+
+  /**
+   * The verdict memory may give on its own, or undefined when the store must be asked (`resolve`).
+   * Synchronous, so the request path pays no promise for a cached key.
+   */
+  fromMemory(keyHash: string): KeyVerdict | undefined {
     const now = this.#now();
     const cached = this.#known.get(keyHash);
     if (cached !== undefined) {
@@ -128,7 +137,7 @@ export class KeyResolver {
       this.#onResolution('memory', 'negative_hit');
       return UNKNOWN;
     }
-    return this.#lookup(keyHash, cached);
+    return undefined;
   }
 
   /** Whether the store is currently answering and notifying; for readiness. */

@@ -55,6 +55,24 @@ describe('KeyResolver', () => {
     expect(verdict.key.allowlist?.contains(parseAddress('198.51.100.1')!)).toBe(false);
   });
 
+  it('answers from memory only what memory may answer, and never asks the store for it', async () => {
+    const { store, resolver, clock } = setup();
+    const record = newRecord();
+    await store.create(record);
+    const unknown = hashKey(generateKey());
+    expect(resolver.fromMemory(record.key_hash)).toBeUndefined();
+    expect(resolver.fromMemory(unknown)).toBeUndefined();
+    expect(store.lookups).toBe(0);
+    await resolver.resolve(record.key_hash);
+    await resolver.resolve(unknown);
+    expect(resolver.fromMemory(record.key_hash)).toMatchObject({ kind: 'valid', key: { id: record.id } });
+    expect(resolver.fromMemory(unknown)).toEqual({ kind: 'unknown' });
+    clock.advance(60_000);
+    expect(resolver.fromMemory(record.key_hash)).toBeUndefined(); // expired: only the store may say
+    expect(resolver.fromMemory(unknown)).toBeUndefined();
+    expect(store.lookups).toBe(2);
+  });
+
   it('serves a cached key with no store round trip until the TTL passes', async () => {
     const { store, resolver, clock } = setup();
     const record = newRecord();
