@@ -44,7 +44,13 @@ const row = (scenario, figure, gateway, reference, comparison, target = '', met 
 async function interleaved(targets, measure, rounds = ROUNDS) {
   const samples = Object.fromEntries(Object.keys(targets).map((name) => [name, []]));
   for (let round = 0; round < rounds; round++) {
-    for (const [name, target] of Object.entries(targets)) samples[name].push(await measure(target, name));
+    for (const [name, target] of Object.entries(targets)) {
+      const sample = await measure(target, name);
+      samples[name].push(sample);
+      // Each round on stderr: on a shared VM the spread between rounds says how far to trust a median.
+      const shown = Object.entries(sample).filter(([k, v]) => typeof v === 'number' && /^(rps|cpuUs|p50|mibs)$/.test(k));
+      if (shown.length > 0) log(`  round ${round + 1} ${name}: ${shown.map(([k, v]) => `${k} ${v.toFixed(k === 'p50' ? 3 : 0)}`).join(', ')}`);
+    }
   }
   return samples;
 }

@@ -104,14 +104,26 @@ export function gatewayCli(env, ...args) {
   });
 }
 
+/** The node flags on dist/cli.js's shebang line: the gateway is measured as it is installed and shipped. */
+function shebangFlags() {
+  const first = readFileSync(CLI, 'utf8').split('\n', 1)[0];
+  const m = /^#!\/usr\/bin\/env -S node((?: --?[\w-]+(?:=\S+)?)*)$/.exec(first);
+  if (!m) throw new Error(`dist/cli.js: an unexpected first line: ${first}`);
+  return m[1].split(' ').filter(Boolean);
+}
+
 /**
- * `acquirer-gateway serve` with the given environment, access log on (the default level) and thrown
- * away. `BENCH_CPU_PROF=dir` adds `--cpu-prof` (written when the gateway stops).
+ * `acquirer-gateway serve` with the given environment and the node flags of its shebang, access log on
+ * (the default level) and thrown away. `BENCH_CPU_PROF=dir` adds `--cpu-prof` (written when the gateway stops);
+ * `BENCH_GATEWAY_NODE_ARGS` adds node options of your own.
  */
 export async function startGateway(env) {
   const port = await freePort();
   const adminPort = await freePort();
-  const nodeArgs = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
+  const nodeArgs = [...shebangFlags()];
+  if (process.env.BENCH_CPU_PROF) nodeArgs.push('--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`);
+  // Node or V8 options to try on the gateway alone (`--max-semi-space-size=4`, say).
+  if (process.env.BENCH_GATEWAY_NODE_ARGS) nodeArgs.push(...process.env.BENCH_GATEWAY_NODE_ARGS.split(' ').filter(Boolean));
   const child = spawn(process.execPath, [...nodeArgs, CLI, 'serve'], {
     env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1', ADMIN_PORT: String(adminPort), POLICY_FILE, POLICY_WATCH: 'false' },
     stdio: ['ignore', 'ignore', 'inherit'],

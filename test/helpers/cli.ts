@@ -46,8 +46,9 @@ export interface ServeProcess {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-export async function startServe(env: Record<string, string>): Promise<ServeProcess> {
-  const child = spawn(process.execPath, [CLI, 'serve'], {
+/** `viaShebang`: run dist/cli.js itself, as the installed command and the image do, with its node flags. */
+export async function startServe(env: Record<string, string>, { viaShebang = false } = {}): Promise<ServeProcess> {
+  const child = spawn(viaShebang ? CLI : process.execPath, viaShebang ? ['serve'] : [CLI, 'serve'], {
     env: { PATH: process.env.PATH, PORT: '0', HOST: '127.0.0.1', ADMIN_PORT: '0', LOG_LEVEL: 'info', ...env },
   });
   const logLines: string[] = [];

@@ -1,4 +1,6 @@
-import { runCli } from '../helpers/cli.js';
+import { readFileSync } from 'node:fs';
+import { runCli, startServe } from '../helpers/cli.js';
+import { request } from '../helpers/http.js';
 import { startTestRedis, type TestRedis } from '../helpers/redis.js';
 
 let redis: TestRedis;
@@ -183,5 +185,19 @@ describe('policy check, diff and routes', () => {
     const result = await runCli(['policy', 'routes', 'policies/acquirer-api.yaml']);
     expect(result.code).toBe(0);
     expect(result.stdout).toContain('| `eod_statement_download` | GET | `/v1/acquirer/eod_statements/:statement_id.csv` | statement_id: uuid | `eod_list`, `eod_read` | upstream |');
+  });
+});
+
+describe('the installed command', () => {
+  it('runs serve through its shebang, with the node flags the gateway is measured with', async () => {
+    const g = await startServe({ ...env, UPSTREAM_URL: 'http://127.0.0.1:9' }, { viaShebang: true });
+    try {
+      // env -S execs node in the same process: its command line is node's own.
+      const argv = readFileSync(`/proc/${g.child.pid}/cmdline`, 'utf8').split('\0');
+      expect(argv.slice(1, 2)).toEqual(['--max-semi-space-size=4']);
+      expect((await request(g.adminUrl, '/healthz')).status).toBe(200);
+    } finally {
+      expect(await g.stop()).toBe(0);
+    }
   });
 });

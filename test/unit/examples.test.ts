@@ -59,5 +59,7 @@ describe('examples/', () => {
     expect(dockerfile).toMatch(/^USER node$/m);
     expect(dockerfile).toMatch(/^HEALTHCHECK .*\n.*\/healthz/m);
     expect(dockerfile).toMatch(/^CMD \["serve"\]$/m);
+    // Through the shebang, so the image runs with the same node flags as the installed command.
+    expect(dockerfile).toMatch(/^ENTRYPOINT \["\/app\/dist\/cli\.js"\]$/m);
   });
 });
