@@ -193,7 +193,7 @@ if (SCENARIOS.has('csv')) {
   row(scenario, 'MiB/s', mibs.gateway.toFixed(0), refs(mibs, ''), `${ratio.toFixed(2)}× floor${nginx ? `, ${(mibs.gateway / mibs.nginx).toFixed(2)}× nginx` : ''}`, '≥ 0.9× floor', ratio >= 0.9);
   const peakGrowth = Math.max(...growth.gateway);
   const mib = (b) => `${(b / MiB).toFixed(1)} MiB`;
-  row(scenario, 'peak RSS over idle, first download in the process', mib(firstGrowth.gateway), `floor ${mib(firstGrowth.floor)}`, 'dead read buffers wait for the collector; the allocator keeps what it got', '< 32 MiB', firstGrowth.gateway < 32 * MiB);
+  row(scenario, 'peak RSS over idle, first download in the process', mib(firstGrowth.gateway), `floor ${mib(firstGrowth.floor)}`, 'the floor: dead read buffers wait for V8 to collect; the gateway collects every 4 MiB streamed', '< 32 MiB', firstGrowth.gateway < 32 * MiB);
   row(scenario, 'peak RSS over idle, later downloads (largest)', mib(peakGrowth), `floor ${mib(Math.max(...growth.floor))}`, '', '< 32 MiB', peakGrowth < 32 * MiB);
   row(scenario, 'bytes identical to upstream', identical.gateway ? 'yes' : 'NO', Object.entries(identical).filter(([n]) => n !== 'gateway').map(([n, ok]) => `${n} ${ok ? 'yes' : 'NO'}`).join(', '), '', 'yes', identical.gateway);
 }

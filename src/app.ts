@@ -9,6 +9,7 @@ import { createRequestObserver } from './observability/request-observer.js';
 import { createPipeline } from './pipeline.js';
 import type { CompiledPolicy } from './policy/compile.js';
 import { createUpstreamProxy } from './proxy/upstream-proxy.js';
+import type { CollectYoung } from './proxy/streamed-memory.js';
 import './request-context.js';
 
 export interface AppDeps {
@@ -16,7 +17,7 @@ export interface AppDeps {
   readonly policy: () => CompiledPolicy;
   readonly resolver: KeyResolver;
   readonly trustedProxies: IpAllowlist | null;
-  readonly upstream: { readonly url: string; readonly timeoutMs: number; readonly agent: http.Agent };
+  readonly upstream: { readonly url: string; readonly timeoutMs: number; readonly agent: http.Agent; readonly collectYoung?: CollectYoung | undefined };
   readonly logger: Logger;
   readonly metrics: GatewayMetrics;
 }
@@ -34,6 +35,7 @@ export function createApp(deps: AppDeps): Express {
     timeoutMs: deps.upstream.timeoutMs,
     agent: deps.upstream.agent,
     logger: deps.logger,
+    collectYoung: deps.upstream.collectYoung,
   });
   app.use(createRequestObserver(deps));
   app.use(createPipeline({ resolver: deps.resolver, trustedProxies: deps.trustedProxies, proxy }));

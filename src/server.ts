@@ -12,6 +12,7 @@ import type { KeyStore } from './keys/key-store.js';
 import { RedisKeyStore } from './keys/redis-key-store.js';
 import type { Logger } from './logger.js';
 import { createMetrics, methodLabel, UNMATCHED_ROUTE, type GatewayMetrics } from './observability/metrics.js';
+import { COLLECT_EVERY_BYTES, youngCollector } from './proxy/streamed-memory.js';
 import { createUpstreamAgent } from './proxy/upstream-proxy.js';
 
 export interface RunningGateway {
@@ -70,11 +71,12 @@ export async function startGateway(config: Config, { logger, keyStore, worker = 
   });
   metrics.keyStoreUp.set(resolver.storeAvailable ? 1 : 0);
   const agent = createUpstreamAgent(config.upstreamUrl, config.upstreamMaxSockets);
+  const collectYoung = youngCollector();
   const app = createApp({
     policy: () => policy.current,
     resolver,
     trustedProxies: config.trustedProxyList,
-    upstream: { url: config.upstreamUrl, timeoutMs: config.upstreamTimeoutMs, agent },
+    upstream: { url: config.upstreamUrl, timeoutMs: config.upstreamTimeoutMs, agent, collectYoung },
     logger,
     metrics,
   });
@@ -145,7 +147,16 @@ export async function startGateway(config: Config, { logger, keyStore, worker = 
     throw err;
   }
   if (config.policyWatch) policy.watch();
-  const where = { port, host: config.host, policy: policy.current.contentHash, routes: policy.current.routes.length };
+  const where = {
+    port,
+    host: config.host,
+    policy: policy.current.contentHash,
+    routes: policy.current.routes.length,
+    streamed_gc_every_mib: collectYoung === undefined ? null : COLLECT_EVERY_BYTES / 2 ** 20,
+  };
+  if (collectYoung === undefined) {
+    logger.warn('node runs without --expose-gc (the flags of dist/cli.js\'s shebang): large downloads will hold tens of MiB more memory');
+  }
   if (admin === null) logger.info(where, 'worker listening');
   else logger.info({ ...where, admin_port: adminPort, admin_host: config.adminHost }, 'listening');
 

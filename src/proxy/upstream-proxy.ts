@@ -10,6 +10,7 @@ import type { Logger } from '../logger.js';
 import { buildClientHeaders, buildUpstreamHeaders } from './forward-headers.js';
 import { classifyUpstreamError } from './upstream-errors.js';
 import { mapUpstreamStatus } from './map-upstream-status.js';
+import { createStreamedMemory, type CollectYoung } from './streamed-memory.js';
 
 export interface UpstreamProxyOptions {
   /** Origin of the statements service. */
@@ -18,6 +19,8 @@ export interface UpstreamProxyOptions {
   readonly timeoutMs: number;
   readonly agent: http.Agent;
   readonly logger: Logger;
+  /** Frees the dead read buffers of streamed bodies every few MiB (streamed-memory.ts); none: left to V8. */
+  readonly collectYoung?: CollectYoung | undefined;
 }
 
 /** A keep-alive agent for the upstream: connection reuse is most of a proxy's latency budget. */
@@ -62,6 +65,7 @@ function discard(body: IncomingMessage): void {
  * error statuses, failures and timeouts become documented gateway errors.
  */
 export function createUpstreamProxy(options: UpstreamProxyOptions): RequestHandler {
+  const watchStreamedBody = options.collectYoung === undefined ? undefined : createStreamedMemory(options.collectYoung);
 
   const fail = (res: ServerResponse, code: ErrorCode, err?: unknown) => {
     const locals = (res as Response).locals;
@@ -109,6 +113,7 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): RequestHandl
         if (!proxyRes.complete) locals.upstreamErrorKind ??= 'reset';
       });
       proxyRes.pipe(res);
+      watchStreamedBody?.(proxyRes);
     });
 
     proxyServer.on('error', (err: Error, _req?: IncomingMessage, res?: ServerResponse | Socket) => {

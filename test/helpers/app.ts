@@ -25,6 +25,7 @@ export async function createTestApp(options: {
   upstreamTimeoutMs?: number;
   trustedProxies?: IpAllowlist | null;
   policy?: CompiledPolicy;
+  collectYoung?: () => void;
 }): Promise<TestApp> {
   const policy = options.policy ?? (await shippedPolicy());
   const store = new MemoryKeyStore();
@@ -34,7 +35,7 @@ export async function createTestApp(options: {
     policy: () => policy,
     resolver,
     trustedProxies: options.trustedProxies ?? null,
-    upstream: { url: options.upstreamUrl, timeoutMs: options.upstreamTimeoutMs ?? 5000, agent },
+    upstream: { url: options.upstreamUrl, timeoutMs: options.upstreamTimeoutMs ?? 5000, agent, collectYoung: options.collectYoung },
     logger: silentLogger,
     metrics: createMetrics(),
   });

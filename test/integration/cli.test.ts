@@ -194,7 +194,24 @@ describe('the installed command', () => {
     try {
       // env -S execs node in the same process: its command line is node's own.
       const argv = readFileSync(`/proc/${g.child.pid}/cmdline`, 'utf8').split('\0');
-      expect(argv.slice(1, 2)).toEqual(['--max-semi-space-size=4']);
+      expect(argv.slice(1, 3)).toEqual(['--max-semi-space-size=4', '--expose-gc']);
+      const logged = g.logLines.map((line) => JSON.parse(line) as { msg: string; streamed_gc_every_mib?: unknown });
+      expect(logged.find((entry) => entry.msg === 'listening')?.streamed_gc_every_mib).toBe(4);
+      expect(logged.filter((entry) => entry.msg.includes('--expose-gc'))).toEqual([]);
+      expect((await request(g.adminUrl, '/healthz')).status).toBe(200);
+    } finally {
+      expect(await g.stop()).toBe(0);
+    }
+  });
+
+  it('started by node without the flags, serves and says what it cannot do', async () => {
+    const g = await startServe({ ...env, UPSTREAM_URL: 'http://127.0.0.1:9' });
+    try {
+      const logged = g.logLines.map((line) => JSON.parse(line) as { level: number; msg: string; streamed_gc_every_mib?: unknown });
+      expect(logged.find((entry) => entry.msg === 'listening')?.streamed_gc_every_mib).toBeNull();
+      const warning = logged.find((entry) => entry.msg.includes('--expose-gc'));
+      expect(warning?.level).toBe(40);
+      expect(warning?.msg).toBe("node runs without --expose-gc (the flags of dist/cli.js's shebang): large downloads will hold tens of MiB more memory");
       expect((await request(g.adminUrl, '/healthz')).status).toBe(200);
     } finally {
       expect(await g.stop()).toBe(0);

@@ -1,3 +1,4 @@
+import { Readable } from 'node:stream';
 import nock from 'nock';
 import request from 'supertest';
 import { createTestApp, type TestApp } from '../helpers/app.js';
@@ -60,6 +61,25 @@ describe('proxying an allowed request (nock upstream)', () => {
     expect(res.status).toBe(200);
     expect(res.body).toBe(csv);
     expect(res.headers['content-type']).toBe('text/csv; charset=utf-8');
+  });
+
+  it('frees streamed read buffers every 4 MiB of large bodies, and passes every byte on', async () => {
+    t.close();
+    let collections = 0;
+    t = await createTestApp({ upstreamUrl: UPSTREAM, collectYoung: () => collections++ });
+    ({ key } = await t.addKey({ acquirer_id: 'acq_1' }));
+    const MiB = 1024 * 1024;
+    // 9 MiB without a Content-Length (its size unknown: counted), in 64 KiB chunks with numbered bytes.
+    const chunks = Array.from({ length: 144 }, (_, i) => Buffer.alloc(64 * 1024, i));
+    nock(UPSTREAM).get(CSV).reply(200, () => Readable.from(chunks), { 'content-type': 'text/csv; charset=utf-8' });
+    const res = await get(CSV).buffer(true).parse((r, cb) => {
+      const parts: Buffer[] = [];
+      r.on('data', (c: Buffer) => parts.push(c));
+      r.on('end', () => cb(null, Buffer.concat(parts)));
+    });
+    expect(res.status).toBe(200);
+    expect((res.body as Buffer).equals(Buffer.concat(chunks))).toBe(true);
+    expect(collections).toBe(2); // 9 MiB: after 4 and after 8
   });
 
   it('serves the permission catalogue itself, to any valid key', async () => {
