@@ -118,8 +118,7 @@ export async function startGateway(config: Config, { logger, keyStore, worker = 
   server.on('checkExpectation', (req: http.IncomingMessage, res: http.ServerResponse) => {
     const requestId = randomUUID();
     observeRefusal(400, 'BAD_REQUEST', requestId, req.socket.remoteAddress, req.method);
-    res.setHeader('x-request-id', requestId);
-    sendError(res, 400);
+    sendError(res, 400, requestId);
   });
   // While shutting down, no response keeps its connection: each closes once its response is done.
   server.on('request', (_req: http.IncomingMessage, res: http.ServerResponse) => {

@@ -12,11 +12,11 @@ export function createErrorHandler(logger: Logger): ErrorRequestHandler {
     if (err instanceof GatewayError) {
       res.locals.errorCode = err.code;
       if (err.status >= 500) logger.error({ err: err.cause ?? err, code: err.code }, 'request failed');
-      sendError(res, err.status);
+      sendError(res, err.status, res.locals.requestId);
       return;
     }
     res.locals.errorCode = 'INTERNAL';
     logger.error({ err }, 'unexpected error');
-    sendError(res, 500);
+    sendError(res, 500, res.locals.requestId);
   };
 }

@@ -21,22 +21,20 @@ export function errorBody(status: ErrorStatus): Buffer {
 }
 
 /**
- * Writes the documented error response for `status`. The only place an error becomes bytes on the wire:
- * any header set earlier on `res` is dropped but the request id, so a response is identical whoever
- * produced it.
+ * Writes the documented error response for `status`, with the request's id. The only place an error
+ * becomes bytes on the wire: any header set earlier on `res` is dropped, so a response is identical
+ * whoever produced it.
  * When the headers already went out (a failure mid-stream), the connection is cut instead, so the
  * client sees a truncated response rather than a silently short one.
  */
-export function sendError(res: ServerResponse, status: ErrorStatus): void {
+export function sendError(res: ServerResponse, status: ErrorStatus, requestId: string): void {
   if (res.headersSent) {
     res.destroy();
     return;
   }
   const response = RESPONSES.get(status)!;
-  const requestId = res.getHeader('x-request-id');
   for (const name of res.getHeaderNames()) res.removeHeader(name);
-  if (requestId !== undefined) res.setHeader('x-request-id', requestId);
-  res.writeHead(status, response.headers);
+  res.writeHead(status, { ...response.headers, 'x-request-id': requestId });
   res.end(response.body);
 }
 

@@ -35,7 +35,9 @@ export function createRequestObserver({ policy, metrics, logger, trustedProxies 
     locals.policy = policy();
     const incoming = req.headers['x-request-id'];
     locals.requestId = typeof incoming === 'string' && VALID_REQUEST_ID.test(incoming) ? incoming : randomUUID();
-    res.setHeader('x-request-id', locals.requestId);
+    // Not set on `res` here: each response sends it with its own headers (the error renderer, the
+    // catalogue, the proxied answer). A header set early puts every proxied answer on Node's slower
+    // writeHead path, which re-validates each upstream header.
     // Read now: once the connection is gone the socket no longer knows its peer.
     const peer = peerAddress(req.socket);
 

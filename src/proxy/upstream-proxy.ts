@@ -71,7 +71,7 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): RequestHandl
     const locals = (res as Response).locals;
     locals.errorCode = code;
     options.logger.warn({ err, code, route: locals.route?.id }, 'upstream request failed');
-    sendError(res, ERROR_CODES[code].status);
+    sendError(res, ERROR_CODES[code].status, locals.requestId);
   };
 
   const gatewayPlugin: Plugin = (proxyServer) => {
@@ -97,7 +97,7 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): RequestHandl
       if (mapped !== null) {
         discard(proxyRes);
         locals.upstreamStatus = proxyRes.statusCode;
-        sendError(res, mapped);
+        sendError(res, mapped, locals.requestId);
         return;
       }
       try {

@@ -102,6 +102,7 @@ it.each([
   expect(res.status).toBe(status);
   expect(res.body.toString()).toBe(body);
   expect(res.headers['content-type']).toBe(JSON_TYPE);
+  expect(res.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
 });
 
 it('a timed-out upstream request is cancelled, so a silent upstream cannot exhaust the pool', async () => {

@@ -159,3 +159,28 @@ describe('refusals never reach the upstream', () => {
     expect(res.text).toBe('{"message":"Unauthorized"}');
   });
 });
+
+describe('the request id', () => {
+  it('goes out with every kind of answer: proxied, served, refused, unknown, mapped', async () => {
+    nock(UPSTREAM).get(LIST).reply(200, '{}', { 'content-type': 'application/json', 'x-request-id': 'upstream-own' });
+    nock(UPSTREAM).get(CSV).reply(403, 'not yours');
+    const withId = (path: string, id: string, auth = true) => {
+      const r = request(t.app).get(path).set('x-request-id', id);
+      return auth ? r.set('Authorization', `Bearer ${key}`) : r;
+    };
+    const answers = [
+      await withId(LIST, 'id-proxied'),
+      await withId('/v1/acquirer/api_keys/permissions', 'id-served'),
+      await withId(LIST, 'id-refused', false),
+      await withId('/v1/nothing/here', 'id-unknown'),
+      await withId(CSV, 'id-mapped'),
+    ];
+    expect(answers.map((r) => [r.status, r.headers['x-request-id']])).toEqual([
+      [200, 'id-proxied'],
+      [200, 'id-served'],
+      [401, 'id-refused'],
+      [404, 'id-unknown'],
+      [404, 'id-mapped'],
+    ]);
+  });
+});

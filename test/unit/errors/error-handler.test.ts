@@ -8,6 +8,7 @@ function appThrowing(error: unknown) {
   const app = express();
   app.disable('x-powered-by');
   app.use((_req, res, next) => {
+    res.locals.requestId = 'req-1'; // as the request observer sets it
     res.setHeader('x-leak', 'set before the error');
     next(error);
   });
@@ -22,6 +23,7 @@ describe('the error handler', () => {
     expect(res.text).toBe('{"message":"Unauthorized"}');
     expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
     expect(res.headers['x-leak']).toBeUndefined();
+    expect(res.headers['x-request-id']).toBe('req-1');
   });
 
   it('turns anything else into the generic 500, never its message', async () => {
@@ -29,5 +31,6 @@ describe('the error handler', () => {
     expect(res.status).toBe(500);
     expect(res.text).toBe('{"message":"Internal server error"}');
     expect(res.text).not.toContain('hunter2');
+    expect(res.headers['x-request-id']).toBe('req-1');
   });
 });
