@@ -1,4 +1,4 @@
-import { copyFileSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -90,6 +90,7 @@ afterAll(async () => {
   await relay.close();
   await upstream.close();
   await redis.stop();
+  rmSync(policyDir, { recursive: true, force: true });
 });
 
 async function serve(extra: Record<string, string> = {}): Promise<ServeProcess> {
