@@ -6,7 +6,7 @@ import type { Logger } from './logger.js';
 import type { IpAllowlist } from './net/ip-allowlist.js';
 import type { GatewayMetrics } from './observability/metrics.js';
 import { createRequestObserver } from './observability/request-observer.js';
-import { createPipeline } from './pipeline.js';
+import { createPipeline, inOrder } from './pipeline.js';
 import type { CompiledPolicy } from './policy/compile.js';
 import { createUpstreamProxy } from './proxy/upstream-proxy.js';
 import type { CollectYoung } from './proxy/streamed-memory.js';
@@ -37,8 +37,7 @@ export function createApp(deps: AppDeps): Express {
     logger: deps.logger,
     collectYoung: deps.upstream.collectYoung,
   });
-  app.use(createRequestObserver(deps));
-  app.use(createPipeline({ resolver: deps.resolver, trustedProxies: deps.trustedProxies, proxy }));
+  app.use(inOrder([createRequestObserver(deps), ...createPipeline({ resolver: deps.resolver, trustedProxies: deps.trustedProxies, proxy })]));
   app.use(createErrorHandler(deps.logger));
   return app;
 }

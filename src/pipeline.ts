@@ -1,4 +1,4 @@
-import type { RequestHandler } from 'express';
+import type { NextFunction, RequestHandler } from 'express';
 import type { KeyResolver } from './keys/key-resolver.js';
 import type { IpAllowlist } from './net/ip-allowlist.js';
 import { createApiKeyAuth } from './plugins/api-key-auth.js';
@@ -28,4 +28,30 @@ export function createPipeline(deps: PipelineDeps): RequestHandler[] {
     createPermissions(),
     createDispatch(deps),
   ];
+}
+
+/**
+ * Steps as one Express middleware, run in order. Given to Express as separate middleware, each step
+ * would get a router layer of its own, and a layer costs a path match, a params merge and a few
+ * closures per request (about 0.5 KiB of garbage and a µs on the request path, seven times over).
+ * A step's error reaches Express's error handling exactly as from its own layer: passed to `next`,
+ * thrown, or as a rejected promise. Each step runs inside its own try, so a step that throws after
+ * an earlier one called `next` is reported once, by itself.
+ */
+export function inOrder(steps: readonly RequestHandler[]): RequestHandler {
+  return function pipeline(req, res, done: NextFunction) {
+    let index = 0;
+    const next = (err?: unknown): void => {
+      if (err) return done(err);
+      const step = steps[index++];
+      if (step === undefined) return done();
+      try {
+        const result: unknown = step(req, res, next);
+        if (result instanceof Promise) result.then(undefined, (rejection: unknown) => done(rejection || new Error('Rejected promise')));
+      } catch (thrown) {
+        done(thrown);
+      }
+    };
+    next();
+  };
 }
