@@ -13,8 +13,8 @@ export interface Logger extends Pick<PinoLogger, 'info' | 'warn' | 'error' | 'de
   flat(level: 'info' | 'warn', record: FlatRecord, msg: string): void;
 }
 
-/** Fields that could carry a secret whatever its shape: replaced whole, at any depth. */
-const SECRET_FIELDS = new Set(['authorization', 'key']);
+/** Fields that could carry a secret whatever its shape, in any case: replaced whole, at any depth. */
+const SECRET_FIELD = /^(?:authorization|key)$/i; // a test, where lower-casing each name made a string per field and line
 const CENSORED = '[redacted]';
 
 /**
@@ -37,7 +37,7 @@ function scrub(value: unknown, depth = 0): unknown {
   for (const k in value) {
     if (!Object.hasOwn(value, k)) continue;
     const v = (value as Record<string, unknown>)[k];
-    const clean = SECRET_FIELDS.has(k.toLowerCase()) && v !== undefined && v !== null ? CENSORED : scrub(v, depth + 1);
+    const clean = SECRET_FIELD.test(k) && v !== undefined && v !== null ? CENSORED : scrub(v, depth + 1);
     if (clean !== v) out ??= { ...value };
     if (out !== undefined) out[k] = clean;
   }

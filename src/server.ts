@@ -121,11 +121,13 @@ export async function startGateway(config: Config, { logger, keyStore, worker = 
     sendError(res, 400, requestId);
   });
   // While shutting down, no response keeps its connection: each closes once its response is done.
+  // One listener function for every response, not a closure per request.
+  const closeIdleIfShuttingDown = () => {
+    if (shuttingDown) setImmediate(() => server.closeIdleConnections());
+  };
   server.on('request', (_req: http.IncomingMessage, res: http.ServerResponse) => {
     if (shuttingDown) res.shouldKeepAlive = false;
-    res.once('finish', () => {
-      if (shuttingDown) setImmediate(() => server.closeIdleConnections());
-    });
+    res.on('finish', closeIdleIfShuttingDown);
   });
 
   const readiness = (): ReadinessCheck => ({

@@ -41,7 +41,8 @@ export function createRequestObserver({ policy, metrics, logger, trustedProxies 
     // Read now: once the connection is gone the socket no longer knows its peer.
     const peer = peerAddress(req.socket);
 
-    res.once('close', () => {
+    // `on`, not `once`: a response closes once, and `once` wraps each listener in two more objects.
+    res.on('close', () => {
       const seconds = Number(process.hrtime.bigint() - locals.startedAt) / 1e9;
       const route = locals.route?.id ?? UNMATCHED_ROUTE;
       // A response cut before its headers went out never reached the client with any status.

@@ -108,7 +108,7 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): RequestHandl
         fail(res, 'UPSTREAM_UNREACHABLE', err);
         return;
       }
-      proxyRes.once('close', () => {
+      proxyRes.on('close', () => {
         // Cut after the headers (httpxy then cuts the client too): an upstream failure, not a success.
         if (!proxyRes.complete) locals.upstreamErrorKind ??= 'reset';
       });
@@ -163,7 +163,7 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): RequestHandl
     }, options.timeoutMs);
     res.locals.upstream = state;
     // A client that goes away takes its upstream request with it (httpxy destroys proxyReq on close).
-    res.once('close', () => clearTimeout(state.timer));
+    res.on('close', () => clearTimeout(state.timer)); // closes once: `on` spares once's wrapper
     return proxy(req, res, next);
   };
 }
