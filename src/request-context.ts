@@ -11,8 +11,8 @@ declare global {
       policy: CompiledPolicy;
       /** Taken from a valid incoming X-Request-Id or generated; sent upstream and back. */
       requestId: string;
-      /** process.hrtime.bigint() when the request arrived. */
-      startedAt: bigint;
+      /** performance.now() when the request arrived (ms, monotonic). */
+      startedAt: number;
       /** The client address as judged (socket peer or trusted-proxy walk), once computed. */
       clientAddress?: string | null;
       /** Milliseconds until the upstream's response headers arrived. */

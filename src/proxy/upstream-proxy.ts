@@ -32,7 +32,8 @@ export function createUpstreamAgent(target: string, maxSockets: number): http.Ag
 /** One upstream exchange, kept on `res.locals.upstream` (a WeakMap would cost the collector per request). */
 export interface InFlight {
   timer: NodeJS.Timeout | undefined;
-  startedAt: bigint;
+  /** performance.now() when the request was forwarded. */
+  startedAt: number;
   proxyReq: ClientRequest | undefined;
   /** The response status is decided (upstream headers arrived, or the gateway answered with an error). */
   answered: boolean;
@@ -92,7 +93,7 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): RequestHandl
       clearTimeout(state.timer);
       state.answered = true;
       const locals = (res as Response).locals;
-      locals.upstreamMs = Number(process.hrtime.bigint() - state.startedAt) / 1e6;
+      locals.upstreamMs = performance.now() - state.startedAt;
       const mapped = mapUpstreamStatus(proxyRes.statusCode ?? 502, locals.policy.upstreamStatusMap);
       if (mapped !== null) {
         discard(proxyRes);
@@ -154,7 +155,7 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): RequestHandl
     const headers = buildUpstreamHeaders(req.headers, policy.acquirerHeader, key!.acquirerId, requestId);
     headers.host = upstreamHost;
     req.headers = headers as typeof req.headers;
-    const state: InFlight = { timer: undefined, startedAt: process.hrtime.bigint(), proxyReq: undefined, answered: false };
+    const state: InFlight = { timer: undefined, startedAt: performance.now(), proxyReq: undefined, answered: false };
     state.timer = setTimeout(() => {
       state.answered = true;
       res.locals.upstreamErrorKind = 'timeout';
