@@ -296,6 +296,9 @@ if (SCENARIOS.has('soak')) {
     total += r.requests;
     const metrics = await gateway.metrics();
     chunks.push({ requests: total, rss: rss(pid), heapUsed: metrics.acquirer_gateway_nodejs_heap_size_used_bytes, delayP99: delayOf(metrics), rps: r.rps });
+    const c = chunks.at(-1);
+    const heapTotal = metrics.acquirer_gateway_nodejs_heap_size_total_bytes;
+    log(`  chunk ${chunks.length}: ${c.requests} requests, RSS ${(c.rss / MiB).toFixed(1)} MiB, heap ${(c.heapUsed / MiB).toFixed(1)} used of ${(heapTotal / MiB).toFixed(1)} MiB, loop p99 ${c.delayP99.toFixed(2)} ms`);
   }
   // V8 grows its heap lazily and gives it back after a full collection, so RSS saws up and down by
   // tens of MiB with no leak at all. Retained memory is the saw's floor: the lowest RSS over the first
