@@ -14,7 +14,8 @@ export interface Logger extends Pick<PinoLogger, 'info' | 'warn' | 'error' | 'de
 }
 
 /** Fields that could carry a secret whatever its shape, in any case: replaced whole, at any depth. */
-const SECRET_FIELD = /^(?:authorization|key)$/i; // a test, where lower-casing each name made a string per field and line
+// Tested, not lower-cased: that made a string per field and line. `u` folds as toLowerCase did (K, the Kelvin sign).
+const SECRET_FIELD = /^(?:authorization|key)$/iu;
 const CENSORED = '[redacted]';
 
 /**

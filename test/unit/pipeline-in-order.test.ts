@@ -48,12 +48,25 @@ describe('inOrder: steps as one middleware', () => {
     }, 'rejected'],
     // As Express does for a handler of its own: a rejection without a reason is still an error.
     ['returns a promise rejected without a reason', () => Promise.reject(undefined), 'Rejected promise'],
+    // Express accepts any thenable a handler returns, not only native promises.
+    ['returns a rejected thenable', () => ({ then: (_ok: unknown, fail: (e: Error) => void) => fail(new Error('thenable')) }), 'thenable'],
+    // Express would go on to the next step here; a step that failed must never let the request through.
+    ['throws nothing', () => {
+      throw undefined;
+    }, 'Thrown without a reason'],
   ])('when a step %s, the error goes to the app’s error handling once and later steps do not run', async (_how, failing, message) => {
     const { app, seen, errors } = appWith([pass, failing, pass]);
     const res = await supertest(app).get('/');
     expect([res.status, res.text]).toEqual([500, `error: ${message}`]);
     expect(seen).toEqual(['step0', 'step1']);
     expect(errors).toHaveLength(1);
+  });
+
+  it("moves on to the next step on next('route'), as from a use layer", async () => {
+    const skipRoute: RequestHandler = (_req, _res, next) => next('route');
+    const { app, seen } = appWith([pass, skipRoute, pass]);
+    expect((await supertest(app).get('/')).text).toBe('reached the end');
+    expect(seen).toEqual(['step0', 'step1', 'step2', 'after']);
   });
 
   it('reports a step that throws after the one before it called next by itself, not twice', async () => {

@@ -36,7 +36,8 @@ describe('what the scrubbing keeps and replaces', () => {
   it('censors secret fields at any depth and in any case, and leaves a clean record as it was', () => {
     const { lines, stream } = capture();
     const logger = createLogger('info', stream);
-    logger.info({ upstream: { headers: { Authorization: 'Basic dXNlcjpzZWNyZXQ=' } }, key: 'opaque-secret', list: [{ key: 'x' }] }, 'secrets');
+    // \u212A is the Kelvin sign, which lower-cases to "k".
+    logger.info({ upstream: { headers: { Authorization: 'Basic dXNlcjpzZWNyZXQ=' } }, key: 'opaque-secret', list: [{ key: 'x' }], '\u212AEY': 'kelvin-secret' }, 'secrets');
     const clean = { request_id: 'r1', path: '/v1/acquirer/eod_statements', status: 200, nested: { ok: [1, 'two'] }, none: null };
     logger.info(clean, 'request');
     expect(lines[0]).not.toContain('dXNlcjpzZWNyZXQ=');
@@ -45,6 +46,7 @@ describe('what the scrubbing keeps and replaces', () => {
     expect(first.upstream.headers.Authorization).toBe('[redacted]');
     expect(first.key).toBe('[redacted]');
     expect(first.list).toEqual([{ key: '[redacted]' }]);
+    expect(first['\u212AEY']).toBe('[redacted]');
     expect(JSON.parse(lines[1]!)).toMatchObject(clean);
   });
 
