@@ -13,11 +13,34 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const CLI = path.join(here, '..', '..', 'dist', 'cli.js');
 const POLICY_FILE = path.join(here, '..', '..', 'policies', 'acquirer-api.yaml');
 const children = [];
+const tempDirs = [];
 
-/** Everything started here is killed when the run ends, however it ends. */
+/** Everything started here is killed, and its temporary files removed, when the run ends, however it ends. */
 export function stopAll() {
   // SIGTERM: nginx's master takes its workers down with it only when it is let to.
   for (const child of children.splice(0)) if (child.exitCode === null) child.kill('SIGTERM');
+  // Removed here, not on the child's exit event, which a run ending with process.exit never sees;
+  // and only once the child is gone, or nginx's workers write into the folder as it goes.
+  for (const { dir, child } of tempDirs.splice(0)) {
+    waitUntilExited(child.pid, 3000);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** Polls /proc until the process has exited (gone, or a zombie not yet reaped) or the time is up. */
+function waitUntilExited(pid, ms) {
+  const deadline = Date.now() + ms;
+  const pause = new Int32Array(new SharedArrayBuffer(4));
+  while (Date.now() < deadline) {
+    let state;
+    try {
+      state = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.[0];
+    } catch {
+      return;
+    }
+    if (state === 'Z') return;
+    Atomics.wait(pause, 0, 0, 10); // a synchronous pause: this runs in the process's exit handler
+  }
 }
 process.once('exit', stopAll);
 
@@ -188,7 +211,7 @@ http {
   );
   const child = spawn(bin, ['-p', dir, '-c', path.join(dir, 'nginx.conf')], { stdio: ['ignore', 'ignore', 'inherit'] });
   children.push(child);
-  child.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+  tempDirs.push({ dir, child });
   const url = `http://127.0.0.1:${port}`;
   await waitFor(async () => (await get(url)).status === 401, 'nginx');
   return { child, url, version: spawnSync(bin, ['-v']).stderr.toString().trim().replace(/^nginx version: /, '') };
