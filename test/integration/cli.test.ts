@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { runCli, startServe } from '../helpers/cli.js';
+import { waitFor } from '../helpers/wait.js';
 import { request } from '../helpers/http.js';
 import { startTestRedis, type TestRedis } from '../helpers/redis.js';
 
@@ -213,6 +214,29 @@ describe('the installed command', () => {
       expect(warning?.level).toBe(40);
       expect(warning?.msg).toBe("node runs without --expose-gc (the flags of dist/cli.js's shebang): large downloads will hold tens of MiB more memory");
       expect((await request(g.adminUrl, '/healthz')).status).toBe(200);
+    } finally {
+      expect(await g.stop()).toBe(0);
+    }
+  });
+});
+
+describe('a fault outside any request', () => {
+  it('an unhandled rejection is logged, redacted, and the gateway keeps serving', async () => {
+    // Loaded before the gateway: a promise rejected with nobody to catch it, on a signal the test sends
+    // once the gateway listens. Without the gateway's handler, node would end the process.
+    const reject = "process.on('SIGUSR2', () => void Promise.reject(new Error('lost promise holding acquirer_key_AAAAAAAAAAAAAAAA')))";
+    const g = await startServe({ ...env, UPSTREAM_URL: 'http://127.0.0.1:9', NODE_OPTIONS: `--import=data:text/javascript,${encodeURIComponent(reject)}` });
+    try {
+      g.child.kill('SIGUSR2');
+      const logged = await waitFor(
+        () => g.logLines.map((line) => JSON.parse(line) as { level: number; msg: string; err?: { message: string } }).find((e) => e.msg === 'unhandled rejection'),
+        { timeoutMs: 5_000, what: 'the unhandled rejection to be logged' },
+      );
+      expect(logged.level).toBe(50);
+      expect(logged.err?.message).toBe('lost promise holding acquirer_key_[redacted]');
+      expect(g.logLines.join('\n')).not.toContain('AAAAAAAAAAAAAAAA');
+      expect(g.child.exitCode).toBeNull();
+      expect((await request(g.url, '/v1/acquirer/eod_statements')).status).toBe(401);
     } finally {
       expect(await g.stop()).toBe(0);
     }
