@@ -11,21 +11,62 @@ import { Counter, type CounterConfiguration, type Metric, type Registry } from '
 
 type Labels<L extends string> = Readonly<Record<L, string>>;
 
-/** The map key of a label set: its values in the metric's label order. */
-function seriesKey<L extends string>(labelNames: readonly L[], labels: Labels<L>): string {
-  let key = '';
-  for (const name of labelNames) key += `${labels[name]}\u0000`;
-  return key;
+/**
+ * Series by label values, one map level per label. Label values repeat (route ids from the policy,
+ * Node's own method strings, status texts from V8's number cache), and V8 keeps a string's hash once
+ * computed: a lookup here hashes nothing new, where one key string joined per call was a new string
+ * to build and hash every time.
+ */
+class SeriesTable<L extends string, S> {
+  readonly #labelNames: readonly L[];
+  readonly #create: (labels: Labels<L>) => S;
+  #root = new Map<unknown, unknown>();
+  #all: S[] = [];
+
+  constructor(labelNames: readonly L[], create: (labels: Labels<L>) => S) {
+    this.#labelNames = labelNames;
+    this.#create = create;
+  }
+
+  get(labels: Labels<L>): S {
+    const names = this.#labelNames;
+    let level = this.#root;
+    // A metric without labels has one series, under the key undefined.
+    const last = names.length - 1;
+    for (let i = 0; i < last; i++) {
+      const value = labels[names[i]!];
+      let next = level.get(value) as Map<unknown, unknown> | undefined;
+      if (next === undefined) level.set(value, (next = new Map()));
+      level = next;
+    }
+    const value = last < 0 ? undefined : labels[names[last]!];
+    let series = level.get(value) as S | undefined;
+    if (series === undefined) {
+      series = this.#create({ ...labels });
+      level.set(value, series);
+      this.#all.push(series);
+    }
+    return series;
+  }
+
+  /** Every series, in the order each was first seen. */
+  values(): readonly S[] {
+    return this.#all;
+  }
+
+  clear(): void {
+    this.#root = new Map();
+    this.#all = [];
+  }
 }
 
 /** A prom-client counter, counted into a plain number per label set and added to it on each scrape. */
 export class BatchedCounter<L extends string> {
-  readonly #labelNames: readonly L[];
-  readonly #pending = new Map<string, { readonly labels: Labels<L>; count: number }>();
+  readonly #pending: SeriesTable<L, { readonly labels: Labels<L>; count: number }>;
 
   constructor(config: CounterConfiguration<L> & { labelNames: readonly L[] }) {
-    this.#labelNames = config.labelNames;
-    const pending = this.#pending;
+    const pending = new SeriesTable(config.labelNames, (labels: Labels<L>) => ({ labels, count: 0 }));
+    this.#pending = pending;
     new Counter<L>({
       ...config,
       collect() {
@@ -39,10 +80,7 @@ export class BatchedCounter<L extends string> {
   }
 
   inc(labels: Labels<L>): void {
-    const key = seriesKey(this.#labelNames, labels);
-    const series = this.#pending.get(key);
-    if (series === undefined) this.#pending.set(key, { labels: { ...labels }, count: 1 });
-    else series.count++;
+    this.#pending.get(labels).count++;
   }
 }
 
@@ -73,26 +111,21 @@ export class BatchedHistogram<L extends string> {
   readonly type = 'histogram' as const;
   /** How the primary combines workers' series (`AggregatorRegistry`), as for prom-client's Histogram. */
   readonly aggregator = 'sum' as const;
-  readonly #labelNames: readonly L[];
   readonly #bounds: readonly number[];
-  readonly #series = new Map<string, HistogramSeries<L>>();
+  readonly #series: SeriesTable<L, HistogramSeries<L>>;
 
   constructor(config: { name: string; help: string; labelNames: readonly L[]; buckets: readonly number[]; registers: readonly Registry[] }) {
     this.name = config.name;
     this.help = config.help;
-    this.#labelNames = config.labelNames;
-    this.#bounds = [...config.buckets].sort((a, b) => a - b);
+    const bounds = [...config.buckets].sort((a, b) => a - b);
+    this.#bounds = bounds;
+    this.#series = new SeriesTable(config.labelNames, (labels) => ({ labels, buckets: new Float64Array(bounds.length + 1), sum: 0, count: 0 }));
     // prom-client types a registry's metrics as its own four classes; it calls only get() and reset().
     for (const registry of config.registers) registry.registerMetric(this as unknown as Metric);
   }
 
   observe(labels: Labels<L>, value: number): void {
-    const key = seriesKey(this.#labelNames, labels);
-    let series = this.#series.get(key);
-    if (series === undefined) {
-      series = { labels: { ...labels }, buckets: new Float64Array(this.#bounds.length + 1), sum: 0, count: 0 };
-      this.#series.set(key, series);
-    }
+    const series = this.#series.get(labels);
     const bounds = this.#bounds;
     let i = 0;
     while (i < bounds.length && value > bounds[i]!) i++;

@@ -70,4 +70,22 @@ describe('batched metrics', () => {
     p.histogram.reset();
     expect(await p.ours.metrics()).not.toContain('h_seconds_bucket');
   });
+
+  it('keep label sets apart whatever characters their values hold', async () => {
+    const p = pair();
+    // Joined with a separator into one key, these two would be the same series.
+    p.observe('a\u0000b', 0.002, 'c');
+    p.observe('a', 0.002, 'b\u0000c');
+    p.observe('a', 0.2, 'b\u0000c');
+    expect(await p.ours.metrics()).toBe(await p.theirs.metrics());
+    expect(await p.ours.metrics()).toContain('h_seconds_count{route="a"} 2');
+  });
+
+  it('a reset histogram counts again from its next observation', async () => {
+    const p = pair();
+    p.observe('list', 0.002);
+    p.histogram.reset();
+    p.observe('list', 0.2);
+    expect(await p.ours.metrics()).toContain('h_seconds_count{route="list"} 1');
+  });
 });
