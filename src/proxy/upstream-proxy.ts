@@ -1,7 +1,7 @@
 import http, { type ClientRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import https from 'node:https';
 import type { Socket } from 'node:net';
-import type { RequestHandler, Response } from 'express';
+import type { NextFunction, RequestHandler, Response } from 'express';
 import { createProxyMiddleware, type Plugin } from 'http-proxy-middleware';
 import type { ErrorCode } from '../errors/codes.js';
 import { ERROR_CODES } from '../errors/codes.js';
@@ -37,6 +37,32 @@ export interface InFlight {
   proxyReq: ClientRequest | undefined;
   /** The response status is decided (upstream headers arrived, or the gateway answered with an error). */
   answered: boolean;
+  /** Sent again once already, on a new connection (see retriable). */
+  retried: boolean;
+  /** The request's own `next`, for a second attempt. */
+  readonly next: NextFunction;
+}
+
+/** Methods with no body and no effect: sending one again cannot do anything twice. */
+const SAFE_TO_REPEAT = new Set(['GET', 'HEAD']);
+
+/**
+ * The one failure worth a second attempt: a pooled keep-alive connection the upstream closed (idle
+ * too long on its side) just as this request was sent on it. Nothing of an answer arrived, the
+ * request has no body and no effect, and another connection will most likely take it. Node's own
+ * documentation shows this pattern (`request.reusedSocket`). Once only: a second failure is the
+ * upstream's, and the client gets 502.
+ */
+function retriable(err: Error, req: IncomingMessage, state: InFlight): boolean {
+  const code = (err as NodeJS.ErrnoException).code;
+  return (
+    !state.retried &&
+    !state.answered &&
+    state.proxyReq?.reusedSocket === true &&
+    (code === 'ECONNRESET' || code === 'EPIPE') &&
+    SAFE_TO_REPEAT.has(req.method ?? '') &&
+    !req.socket.destroyed
+  );
 }
 
 /** Error bodies are drained so the keep-alive connection survives, but only this much and this long. */
@@ -117,12 +143,22 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): RequestHandl
       watchStreamedBody?.(proxyRes);
     });
 
-    proxyServer.on('error', (err: Error, _req?: IncomingMessage, res?: ServerResponse | Socket) => {
+    proxyServer.on('error', (err: Error, req?: IncomingMessage, res?: ServerResponse | Socket) => {
       if (!(res instanceof http.ServerResponse)) {
         res?.destroy();
         return;
       }
       const state = (res as Response).locals.upstream;
+      if (state !== undefined && req !== undefined && retriable(err, req, state)) {
+        state.retried = true;
+        state.proxyReq = undefined;
+        options.logger.warn(
+          { code: (err as NodeJS.ErrnoException).code, route: (res as Response).locals.route?.id, request_id: (res as Response).locals.requestId },
+          'the upstream closed a pooled connection as a request was sent on it: sent again on another',
+        );
+        void proxy(req, res as Response, state.next);
+        return;
+      }
       if (state !== undefined && !state.answered) {
         clearTimeout(state.timer);
         state.answered = true;
@@ -155,7 +191,7 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): RequestHandl
     const headers = buildUpstreamHeaders(req.headers, policy.acquirerHeader, key!.acquirerId, requestId);
     headers.host = upstreamHost;
     req.headers = headers as typeof req.headers;
-    const state: InFlight = { timer: undefined, startedAt: performance.now(), proxyReq: undefined, answered: false };
+    const state: InFlight = { timer: undefined, startedAt: performance.now(), proxyReq: undefined, answered: false, retried: false, next };
     state.timer = setTimeout(() => {
       state.answered = true;
       res.locals.upstreamErrorKind = 'timeout';

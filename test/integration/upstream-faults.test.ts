@@ -28,7 +28,14 @@ function faultyUpstream(): net.Server {
   return net.createServer((socket) => {
     socket.on('error', () => {});
     let head = '';
+    /** Answered a `keep-alive` request and left open: the next request on it finds it closed. */
+    let keptAlive = false;
     socket.on('data', (chunk: Buffer) => {
+      if (keptAlive) {
+        // An upstream closing an idle connection just as the client reuses it.
+        heads.push(chunk.toString('latin1'));
+        return void socket.destroy();
+      }
       head += chunk.toString('latin1');
       if (!head.includes('\r\n\r\n')) return;
       heads.push(head);
@@ -46,7 +53,11 @@ function faultyUpstream(): net.Server {
         case 'status-099':
           return void socket.end('HTTP/1.1 099 Odd\r\nContent-Length: 0\r\n\r\n');
         case 'reset':
+        case 'reset-again':
           return void socket.destroy();
+        case 'keep-alive':
+          keptAlive = true;
+          return void socket.write('HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}');
         case 'garbage':
           return void socket.end('this is not HTTP\r\n\r\n');
         case 'truncated':
@@ -97,7 +108,7 @@ it.each([
   ['silent past UPSTREAM_TIMEOUT_MS', () => request(gateway.url, `${LIST}?mode=silent`, bearer(key)), 504, '{"message":"Gateway timeout"}'],
   ['sending oversized response headers', () => request(gateway.url, `${LIST}?mode=huge-headers`, bearer(key)), 502, '{"message":"Bad gateway"}'],
   ['answering with status 099', () => request(gateway.url, `${LIST}?mode=status-099`, bearer(key)), 502, '{"message":"Bad gateway"}'],
-])('an upstream %s gives %i with the documented body', async (_name, send, status, body) => {
+])('an upstream %s: the documented status and body', async (_name, send, status, body) => {
   const res = await send();
   expect(res.status).toBe(status);
   expect(res.body.toString()).toBe(body);
@@ -156,6 +167,45 @@ it('a client that goes away cancels its upstream request', async () => {
     req.on('error', (err) => ((err as NodeJS.ErrnoException).code === 'ECONNRESET' ? undefined : reject(err)));
   });
   await waitFor(() => upstreamClosed.includes('slow-stream'), { timeoutMs: 2000, what: 'the upstream connection to close' });
+});
+
+describe('a pooled connection the upstream closed as it was reused', () => {
+  let pooled: ServeProcess;
+  beforeAll(async () => {
+    pooled = await startServe({ REDIS_URL: redis.url, REDIS_KEY_PREFIX: redis.prefix, UPSTREAM_URL: `http://127.0.0.1:${faultyPort}`, UPSTREAM_MAX_SOCKETS: '1' });
+  });
+  afterAll(async () => pooled.stop());
+
+  const sentTwice = (mode: string) => heads.filter((h) => h.includes(`?mode=${mode}-again `)).length;
+
+  it('a GET is sent again on a new connection, and the client never sees the failure', async () => {
+    expect((await request(pooled.url, `${LIST}?mode=keep-alive`, bearer(key))).status).toBe(200);
+    // Sent on the kept connection (the only one in the pool), which the upstream closes; then again on a new one.
+    const res = await request(pooled.url, `${LIST}?mode=keep-alive-again`, bearer(key));
+    expect(res.status).toBe(200);
+    expect(res.body.toString()).toBe('{}');
+    expect(sentTwice('keep-alive')).toBe(2);
+    const warned = await waitFor(
+      () => pooled.logLines.map((l) => JSON.parse(l)).find((e) => e.msg?.startsWith('the upstream closed a pooled connection')),
+      { what: 'the retry to be logged' },
+    );
+    expect(warned).toMatchObject({ level: 40, code: 'ECONNRESET', route: 'eod_statements_list' });
+  });
+
+  it('only once: when the second attempt fails too, the client gets 502', async () => {
+    expect((await request(pooled.url, `${LIST}?mode=keep-alive`, bearer(key))).status).toBe(200);
+    const res = await request(pooled.url, `${LIST}?mode=reset-again`, bearer(key));
+    expect(res.status).toBe(502);
+    expect(res.body.toString()).toBe('{"message":"Bad gateway"}');
+    expect(sentTwice('reset')).toBe(2);
+  });
+
+  it('a connection that fails on its first request is not tried again', async () => {
+    heads.length = 0;
+    const res = await request(pooled.url, `${LIST}?mode=reset`, bearer(key));
+    expect(res.status).toBe(502);
+    expect(heads.filter((h) => h.includes('?mode=reset ')).length).toBe(1);
+  });
 });
 
 it('keeps serving after all of that', async () => {
