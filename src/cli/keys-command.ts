@@ -11,7 +11,7 @@ import {
 } from '../keys/api-key.js';
 import { KeyDisabledError, KeyNotFoundError, type KeyStore } from '../keys/key-store.js';
 import { DEFAULT_REDIS_KEY_PREFIX, RedisKeyStore } from '../keys/redis-key-store.js';
-import { parseCidr } from '../net/ip-allowlist.js';
+import { familyCoveredWhole, parseCidr } from '../net/ip-allowlist.js';
 import { CommandError, UsageError } from './usage-error.js';
 
 export const KEYS_USAGE = `usage:
@@ -63,6 +63,10 @@ function validAllowedIps(text: string): string[] {
     const parsed = parseCidr(entry);
     if (!parsed.ok) throw new UsageError(`--allow-ip: "${entry}": ${parsed.reason}`);
     if (!cidrs.includes(parsed.cidr)) cidrs.push(parsed.cidr);
+  }
+  const whole = familyCoveredWhole(cidrs);
+  if (whole !== null) {
+    throw new UsageError(`--allow-ip: together these allow every ${whole} address; leave --allow-ip out (create) or use --allow-any-ip (update) to allow every address`);
   }
   return cidrs;
 }

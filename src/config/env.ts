@@ -1,7 +1,7 @@
 import { isIP } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { z } from 'zod';
-import { compileAllowlist, parseCidr, type IpAllowlist } from '../net/ip-allowlist.js';
+import { compileAllowlist, familyCoveredWhole, parseCidr, type IpAllowlist } from '../net/ip-allowlist.js';
 import {
   DEFAULT_KEY_CACHE_MAX_ENTRIES,
   DEFAULT_KEY_CACHE_TTL_MS,
@@ -66,6 +66,8 @@ const cidrList = z.string().transform((text, ctx) => {
     if (!parsed.ok) ctx.addIssue({ code: 'custom', message: `"${entry}": ${parsed.reason}` });
     else cidrs.push(parsed.cidr);
   }
+  const whole = familyCoveredWhole(cidrs);
+  if (whole !== null) ctx.addIssue({ code: 'custom', message: `together these trust every ${whole} address` });
   return cidrs;
 });
 

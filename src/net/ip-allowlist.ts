@@ -50,6 +50,32 @@ export function parseCidr(text: string): CidrParseResult {
   return { ok: true, cidr: prefix === full ? address.toString() : `${address.toString()}/${prefix}` };
 }
 
+/** The first and last address of a canonical CIDR (as parseCidr returns it), as numbers. */
+function addressRange(cidr: string): { family: 'IPv4' | 'IPv6'; first: bigint; last: bigint } {
+  const [address, prefix] = cidr.includes('/') ? ipaddr.parseCIDR(cidr) : [ipaddr.parse(cidr), cidr.includes(':') ? 128 : 32];
+  const bits = address.kind() === 'ipv4' ? 32 : 128;
+  const first = address.toByteArray().reduce((n, byte) => (n << 8n) | BigInt(byte), 0n);
+  return { family: bits === 32 ? 'IPv4' : 'IPv6', first, last: first + (1n << BigInt(bits - prefix)) - 1n };
+}
+
+/**
+ * The address family whose every address the entries allow together (`0.0.0.0/1` and `128.0.0.0/1`,
+ * say), or null. A /0 is refused entry by entry; this catches the same "any address" spelled in parts.
+ */
+export function familyCoveredWhole(cidrs: readonly string[]): 'IPv4' | 'IPv6' | null {
+  for (const family of ['IPv4', 'IPv6'] as const) {
+    const ranges = cidrs.map(addressRange).filter((r) => r.family === family).sort((a, b) => (a.first < b.first ? -1 : a.first > b.first ? 1 : 0));
+    // The first address not yet covered, walking the ranges in order.
+    let next = 0n;
+    for (const range of ranges) {
+      if (range.first > next) break;
+      if (range.last + 1n > next) next = range.last + 1n;
+    }
+    if (next === 1n << (family === 'IPv4' ? 32n : 128n)) return family;
+  }
+  return null;
+}
+
 /**
  * Parses an address as it comes from a socket or a proxy header. IPv4-mapped IPv6 becomes IPv4,
  * so one whitelist entry covers both spellings of the same client. Null when unparseable.

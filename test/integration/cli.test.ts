@@ -54,6 +54,8 @@ describe('keys create', () => {
     [['--acquirer', 'acq_1', '--permissions', 'eod_list', '--allow-ip', '10.0.0.1/8'], /--allow-ip: "10.0.0.1\/8": host bits are set; did you mean 10.0.0.0\/8\?/],
     [['--acquirer', 'acq_1', '--permissions', 'eod_list', '--allow-ip', '010.0.0.1'], /--allow-ip: "010.0.0.1"/],
     [['--acquirer', 'acq_1', '--permissions', 'eod_list', '--allow-ip', '0.0.0.0/0'], /\/0/],
+    [['--acquirer', 'acq_1', '--permissions', 'eod_list', '--allow-ip', '0.0.0.0/1,128.0.0.0/1'], /--allow-ip: together these allow every IPv4 address/],
+    [['--acquirer', 'acq_1', '--permissions', 'eod_list', '--allow-ip', '::/1,8000::/1,10.0.0.0/8'], /--allow-ip: together these allow every IPv6 address/],
     [['--acquirer', 'acq_1', '--permissions', 'eod_list', '--allow-ip', ' , '], /--allow-ip: no address given/],
     [['--acquirer', 'acq_1', '--permissions', 'eod_list', '--allow-ip', ''], /--allow-ip: no address given/],
     [['--acquirer', '', '--permissions', 'eod_list'], /--acquirer: required and must not be empty/],

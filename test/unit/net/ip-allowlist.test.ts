@@ -1,4 +1,4 @@
-import { compileAllowlist, parseAddress, parseCidr } from '../../../src/net/ip-allowlist.js';
+import { compileAllowlist, familyCoveredWhole, parseAddress, parseCidr } from '../../../src/net/ip-allowlist.js';
 
 describe('parseCidr (whitelist entries as written by an administrator)', () => {
   it.each([
@@ -68,5 +68,34 @@ describe('parseAddress', () => {
     expect(parseAddress('::1')?.toString()).toBe('::1');
     expect(parseAddress('not-an-ip')).toBeNull();
     expect(parseAddress(undefined)).toBeNull();
+  });
+});
+
+describe('familyCoveredWhole ("any address" spelled in parts)', () => {
+  /** 0.0.0.0/1, 128.0.0.0/2, … 255.255.255.254/32: every IPv4 address but the last. */
+  const allButLast = Array.from({ length: 32 }, (_, i) => {
+    const network = 2 ** 32 - 2 ** (32 - i);
+    return `${[24, 16, 8, 0].map((shift) => Math.floor(network / 2 ** shift) % 256).join('.')}/${i + 1}`;
+  });
+
+  it.each([
+    [['0.0.0.0/1', '128.0.0.0/1'], 'IPv4'],
+    [['128.0.0.0/1', '10.0.0.0/8', '0.0.0.0/1'], 'IPv4'], // in any order, one inside another
+    [['0.0.0.0/2', '64.0.0.0/2', '128.0.0.0/1', '2001:db8::/32'], 'IPv4'],
+    [[...allButLast, '255.255.255.255'], 'IPv4'],
+    [['::/1', '8000::/1'], 'IPv6'],
+    [allButLast, null],
+    [['0.0.0.0/1', '192.0.0.0/2'], null], // 128.0.0.0/2 missing
+    [['0.0.0.0/1', '::/1', '8000::/2'], null],
+    [['203.0.113.0/24', '198.51.100.7', '2001:db8::/32'], null],
+    [[], null],
+  ])('%j → %s', (cidrs, family) => {
+    expect(familyCoveredWhole(cidrs)).toBe(family);
+  });
+
+  it('the list above is what it says', () => {
+    expect(allButLast.slice(0, 3)).toEqual(['0.0.0.0/1', '128.0.0.0/2', '192.0.0.0/3']);
+    expect(allButLast.at(-1)).toBe('255.255.255.254/32');
+    expect(allButLast.every((cidr) => parseCidr(cidr).ok)).toBe(true);
   });
 });
