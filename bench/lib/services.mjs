@@ -74,14 +74,18 @@ export const get = (url, headers = {}) =>
       .on('error', reject),
   );
 
+/** `command args…`, or the same run under `wrapper` (`['valgrind', …]`) when one is given. */
+const wrapped = (wrapper, command, args) => (wrapper.length === 0 ? [command, args] : [wrapper[0], [...wrapper.slice(1), command, ...args]]);
+
 /**
  * Starts a script of bench/ as its own process; resolves to its port (its first line of output).
- * A first argument `{ nodeArgs }` passes options to node itself (`--cpu-prof`).
+ * A first argument `{ nodeArgs, wrapper }` passes options to node itself (`--cpu-prof`), or runs node
+ * under another program (`valgrind`).
  */
 export function startScript(...scriptAndArgs) {
-  const nodeArgs = typeof scriptAndArgs[0] === 'object' ? scriptAndArgs.shift().nodeArgs : [];
+  const { nodeArgs = [], wrapper = [] } = typeof scriptAndArgs[0] === 'object' ? scriptAndArgs.shift() : {};
   const [script, ...args] = scriptAndArgs;
-  const child = spawn(process.execPath, [...nodeArgs, path.join(here, '..', script), ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(...wrapped(wrapper, process.execPath, [...nodeArgs, path.join(here, '..', script), ...args]), { stdio: ['ignore', 'pipe', 'inherit'] });
   children.push(child);
   return new Promise((resolve, reject) => {
     child.stdout.once('data', (d) => resolve({ child, port: Number(d.toString().trim()), url: `http://127.0.0.1:${Number(d.toString().trim())}` }));
@@ -138,22 +142,23 @@ function shebangFlags() {
 /**
  * `acquirer-gateway serve` with the given environment and the node flags of its shebang, access log on
  * (the default level) and thrown away. `BENCH_CPU_PROF=dir` adds `--cpu-prof` (written when the gateway stops);
- * `BENCH_GATEWAY_NODE_ARGS` adds node options of your own.
+ * `BENCH_GATEWAY_NODE_ARGS` adds node options of your own. `wrapper` runs node under another program
+ * (`valgrind`), with `readyMs` to wait for it.
  */
-export async function startGateway(env) {
+export async function startGateway(env, { wrapper = [], readyMs = 15_000 } = {}) {
   const port = await freePort();
   const adminPort = await freePort();
   const nodeArgs = [...shebangFlags()];
   if (process.env.BENCH_CPU_PROF) nodeArgs.push('--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`);
   // Node or V8 options to try on the gateway alone (`--max-semi-space-size=4`, say).
   if (process.env.BENCH_GATEWAY_NODE_ARGS) nodeArgs.push(...process.env.BENCH_GATEWAY_NODE_ARGS.split(' ').filter(Boolean));
-  const child = spawn(process.execPath, [...nodeArgs, CLI, 'serve'], {
+  const child = spawn(...wrapped(wrapper, process.execPath, [...nodeArgs, CLI, 'serve']), {
     env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1', ADMIN_PORT: String(adminPort), POLICY_FILE, POLICY_WATCH: 'false' },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   children.push(child);
   const admin = `http://127.0.0.1:${adminPort}`;
-  await waitFor(async () => (await get(`${admin}/readyz`)).status === 200, 'gateway readiness');
+  await waitFor(async () => (await get(`${admin}/readyz`)).status === 200, 'gateway readiness', readyMs);
   return {
     child,
     url: `http://127.0.0.1:${port}`,
