@@ -66,7 +66,7 @@ function validAllowedIps(text: string): string[] {
   }
   const whole = familyCoveredWhole(cidrs);
   if (whole !== null) {
-    throw new UsageError(`--allow-ip: together these allow every ${whole} address; leave --allow-ip out (create) or use --allow-any-ip (update) to allow every address`);
+    throw new UsageError(`--allow-ip: together these allow every ${whole} address, as a /0 would; list the networks the key is used from`);
   }
   return cidrs;
 }

@@ -37,32 +37,45 @@ export interface InFlight {
   proxyReq: ClientRequest | undefined;
   /** The response status is decided (upstream headers arrived, or the gateway answered with an error). */
   answered: boolean;
+  /** The connection's bytes read when this request was given it: more at a failure means an answer had begun. */
+  bytesReadAtStart: number;
   /** Sent again once already, on a new connection (see retriable). */
   retried: boolean;
   /** The request's own `next`, for a second attempt. */
   readonly next: NextFunction;
 }
 
-/** Methods with no body and no effect: sending one again cannot do anything twice. */
+/** Idempotent methods without a body (RFC 9110 §9.2.2): the ones a client may repeat on its own. */
 const SAFE_TO_REPEAT = new Set(['GET', 'HEAD']);
 
 /**
- * The one failure worth a second attempt: a pooled keep-alive connection the upstream closed (idle
- * too long on its side) just as this request was sent on it. Nothing of an answer arrived, the
- * request has no body and no effect, and another connection will most likely take it. Node's own
- * documentation shows this pattern (`request.reusedSocket`). Once only: a second failure is the
- * upstream's, and the client gets 502.
+ * The one failure worth a second attempt: a pooled keep-alive connection that failed before a single
+ * byte of an answer came back, most likely closed by the upstream (idle too long on its side) just as
+ * this request was sent on it. RFC 9110 §9.2.2 lets a GET or HEAD be repeated after exactly that
+ * kind of failure; Node's documentation shows the pattern (`request.reusedSocket`). Once only, with
+ * the client still there and the deadline not passed: a second failure gives 502.
  */
-function retriable(err: Error, req: IncomingMessage, state: InFlight): boolean {
+export function retriable(err: Error, req: IncomingMessage, state: InFlight): boolean {
   const code = (err as NodeJS.ErrnoException).code;
+  const proxyReq = state.proxyReq;
   return (
     !state.retried &&
     !state.answered &&
-    state.proxyReq?.reusedSocket === true &&
+    proxyReq !== undefined &&
+    proxyReq.reusedSocket &&
+    proxyReq.socket?.bytesRead === state.bytesReadAtStart &&
     (code === 'ECONNRESET' || code === 'EPIPE') &&
     SAFE_TO_REPEAT.has(req.method ?? '') &&
     !req.socket.destroyed
   );
+}
+
+/**
+ * Closes the pool's idle connections. When the upstream closed one, those idle longer are closed or
+ * closing too (the pool hands out the most recent first), and a second attempt must not meet one.
+ */
+function dropIdleConnections(agent: http.Agent): void {
+  for (const sockets of Object.values(agent.freeSockets)) for (const socket of sockets ?? []) socket.destroy();
 }
 
 /** Error bodies are drained so the keep-alive connection survives, but only this much and this long. */
@@ -106,6 +119,7 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): RequestHandl
       const state = (res as Response).locals.upstream;
       if (state === undefined) return;
       state.proxyReq = proxyReq;
+      state.bytesReadAtStart = proxyReq.socket?.bytesRead ?? 0;
       // The deadline may have passed while the request waited for a pooled socket.
       if (state.answered) proxyReq.destroy();
     });
@@ -152,9 +166,10 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): RequestHandl
       if (state !== undefined && req !== undefined && retriable(err, req, state)) {
         state.retried = true;
         state.proxyReq = undefined;
+        dropIdleConnections(options.agent);
         options.logger.warn(
           { code: (err as NodeJS.ErrnoException).code, route: (res as Response).locals.route?.id, request_id: (res as Response).locals.requestId },
-          'the upstream closed a pooled connection as a request was sent on it: sent again on another',
+          'a pooled upstream connection failed before any answer (closed by the upstream as it was reused): sent again on a new one',
         );
         void proxy(req, res as Response, state.next);
         return;
@@ -191,7 +206,7 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): RequestHandl
     const headers = buildUpstreamHeaders(req.headers, policy.acquirerHeader, key!.acquirerId, requestId);
     headers.host = upstreamHost;
     req.headers = headers as typeof req.headers;
-    const state: InFlight = { timer: undefined, startedAt: performance.now(), proxyReq: undefined, answered: false, retried: false, next };
+    const state: InFlight = { timer: undefined, startedAt: performance.now(), proxyReq: undefined, answered: false, bytesReadAtStart: 0, retried: false, next };
     state.timer = setTimeout(() => {
       state.answered = true;
       res.locals.upstreamErrorKind = 'timeout';

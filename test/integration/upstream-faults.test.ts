@@ -23,6 +23,8 @@ let key: string;
 const upstreamClosed: string[] = [];
 /** Every request head the upstream received, raw. */
 const heads: string[] = [];
+/** Connections whose `keep-alive-pair` request waits for the other one. */
+const pairWaiting: net.Socket[] = [];
 
 function faultyUpstream(): net.Server {
   return net.createServer((socket) => {
@@ -32,8 +34,11 @@ function faultyUpstream(): net.Server {
     let keptAlive = false;
     socket.on('data', (chunk: Buffer) => {
       if (keptAlive) {
-        // An upstream closing an idle connection just as the client reuses it.
-        heads.push(chunk.toString('latin1'));
+        // An upstream closing an idle connection just as the client reuses it, or, for `partial-again`,
+        // failing once the first bytes of an answer are out.
+        const reusedHead = chunk.toString('latin1');
+        heads.push(reusedHead);
+        if (reusedHead.includes('?mode=partial-again ')) socket.write('HTTP/1.1 200 OK\r\nConte');
         return void socket.destroy();
       }
       head += chunk.toString('latin1');
@@ -58,6 +63,14 @@ function faultyUpstream(): net.Server {
         case 'keep-alive':
           keptAlive = true;
           return void socket.write('HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}');
+        case 'keep-alive-pair':
+          // Answered once two are in, so that the client holds two connections open at once.
+          keptAlive = true;
+          pairWaiting.push(socket);
+          if (pairWaiting.length === 2) {
+            for (const waiting of pairWaiting.splice(0)) waiting.write('HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}');
+          }
+          return;
         case 'garbage':
           return void socket.end('this is not HTTP\r\n\r\n');
         case 'truncated':
@@ -172,7 +185,7 @@ it('a client that goes away cancels its upstream request', async () => {
 describe('a pooled connection the upstream closed as it was reused', () => {
   let pooled: ServeProcess;
   beforeAll(async () => {
-    pooled = await startServe({ REDIS_URL: redis.url, REDIS_KEY_PREFIX: redis.prefix, UPSTREAM_URL: `http://127.0.0.1:${faultyPort}`, UPSTREAM_MAX_SOCKETS: '1' });
+    pooled = await startServe({ REDIS_URL: redis.url, REDIS_KEY_PREFIX: redis.prefix, UPSTREAM_URL: `http://127.0.0.1:${faultyPort}`, UPSTREAM_MAX_SOCKETS: '2' });
   });
   afterAll(async () => pooled.stop());
 
@@ -186,7 +199,7 @@ describe('a pooled connection the upstream closed as it was reused', () => {
     expect(res.body.toString()).toBe('{}');
     expect(sentTwice('keep-alive')).toBe(2);
     const warned = await waitFor(
-      () => pooled.logLines.map((l) => JSON.parse(l)).find((e) => e.msg?.startsWith('the upstream closed a pooled connection')),
+      () => pooled.logLines.map((l) => JSON.parse(l)).find((e) => e.msg?.startsWith('a pooled upstream connection failed before any answer')),
       { what: 'the retry to be logged' },
     );
     expect(warned).toMatchObject({ level: 40, code: 'ECONNRESET', route: 'eod_statements_list' });
@@ -198,6 +211,23 @@ describe('a pooled connection the upstream closed as it was reused', () => {
     expect(res.status).toBe(502);
     expect(res.body.toString()).toBe('{"message":"Bad gateway"}');
     expect(sentTwice('reset')).toBe(2);
+  });
+
+  it('the second attempt takes a new connection, not another idle one the upstream closed too', async () => {
+    const pair = await Promise.all([1, 2].map(() => request(pooled.url, `${LIST}?mode=keep-alive-pair`, bearer(key))));
+    expect(pair.map((r) => r.status)).toEqual([200, 200]);
+    // Two idle connections in the pool, both closed by the upstream when reused.
+    const res = await request(pooled.url, `${LIST}?mode=pair-again`, bearer(key));
+    expect(res.status).toBe(200);
+    expect(sentTwice('pair')).toBe(2);
+  });
+
+  it('not once an answer has begun: the upstream may have acted on the request', async () => {
+    expect((await request(pooled.url, `${LIST}?mode=keep-alive`, bearer(key))).status).toBe(200);
+    const res = await request(pooled.url, `${LIST}?mode=partial-again`, bearer(key));
+    expect(res.status).toBe(502);
+    expect(res.body.toString()).toBe('{"message":"Bad gateway"}');
+    expect(sentTwice('partial')).toBe(1);
   });
 
   it('a connection that fails on its first request is not tried again', async () => {

@@ -73,12 +73,19 @@ describe('parseAddress', () => {
 
 describe('familyCoveredWhole ("any address" spelled in parts)', () => {
   /** 0.0.0.0/1, 128.0.0.0/2, … 255.255.255.254/32: every IPv4 address but the last. */
-  const allButLast = Array.from({ length: 32 }, (_, i) => {
-    const network = 2 ** 32 - 2 ** (32 - i);
-    return `${[24, 16, 8, 0].map((shift) => Math.floor(network / 2 ** shift) % 256).join('.')}/${i + 1}`;
-  });
+  const dotted = (n: number) => [24, 16, 8, 0].map((shift) => Math.floor(n / 2 ** shift) % 256).join('.');
+  const allButLast = Array.from({ length: 32 }, (_, i) => `${dotted(2 ** 32 - 2 ** (32 - i))}/${i + 1}`);
+
+  /** 128.0.0.0/1, 64.0.0.0/2, … 0.0.0.1/32: every IPv4 address but the first. */
+  const allButFirst = Array.from({ length: 32 }, (_, i) => `${dotted(2 ** (31 - i))}/${i + 1}`);
+  /** 0.0.0.0/1 and 128.0.0.1 to the end: a hole of one address in the middle. */
+  const holeAt128 = ['0.0.0.0/1', ...Array.from({ length: 31 }, (_, i) => `${dotted(2 ** 31 + 2 ** (30 - i))}/${i + 2}`)];
 
   it.each([
+    [allButFirst, null],
+    [[...allButFirst, '0.0.0.0'], 'IPv4'],
+    [holeAt128, null],
+    [[...holeAt128, '128.0.0.0'], 'IPv4'],
     [['0.0.0.0/1', '128.0.0.0/1'], 'IPv4'],
     [['128.0.0.0/1', '10.0.0.0/8', '0.0.0.0/1'], 'IPv4'], // in any order, one inside another
     [['0.0.0.0/2', '64.0.0.0/2', '128.0.0.0/1', '2001:db8::/32'], 'IPv4'],
@@ -96,6 +103,8 @@ describe('familyCoveredWhole ("any address" spelled in parts)', () => {
   it('the list above is what it says', () => {
     expect(allButLast.slice(0, 3)).toEqual(['0.0.0.0/1', '128.0.0.0/2', '192.0.0.0/3']);
     expect(allButLast.at(-1)).toBe('255.255.255.254/32');
-    expect(allButLast.every((cidr) => parseCidr(cidr).ok)).toBe(true);
+    expect(allButFirst.slice(0, 2).concat(allButFirst.slice(-1))).toEqual(['128.0.0.0/1', '64.0.0.0/2', '0.0.0.1/32']);
+    expect(holeAt128.slice(0, 3).concat(holeAt128.slice(-1))).toEqual(['0.0.0.0/1', '192.0.0.0/2', '160.0.0.0/3', '128.0.0.1/32']);
+    expect([...allButLast, ...allButFirst, ...holeAt128].every((cidr) => parseCidr(cidr).ok)).toBe(true);
   });
 });
