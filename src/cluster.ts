@@ -25,6 +25,9 @@ const isMessage = (m: unknown): m is Message => typeof m === 'object' && m !== n
 /** A worker that does not answer the primary's question in this time is left out of the answer. */
 const ASK_TIMEOUT_MS = 1_000;
 
+/** Metric types whose values only grow (prom-client's declarations type them as numbers; they are these strings). */
+const MONOTONIC_TYPES: ReadonlySet<string> = new Set(['counter', 'histogram']);
+
 /** In a worker: obey the primary, and go when it goes. */
 export function serveAsWorker(gateway: RunningGateway, logger: Logger): void {
   const stop = () =>
@@ -74,13 +77,14 @@ export async function runPrimary(config: Config, logger: Logger): Promise<void> 
   let askId = 0;
   let failedExits = 0;
 
-  /** Asks each listening worker; resolves to the answers that came in time. */
+  /** Asks each listening worker; resolves to each one asked, with its answer, or null when none came in time. */
   const askAll = async (type: 'readiness' | 'metrics') => {
     const asked = [...workers].filter(([w, listening]) => listening && w.isConnected()).map(([w]) => w);
     const answers = await Promise.all(
       asked.map(
         (worker) =>
-          new Promise<(Message & { type: 'answer' }) | null>((resolve) => {
+          new Promise<{ worker: Worker; answer: (Message & { type: 'answer' }) | null }>((resolveAnswer) => {
+            const resolve = (answer: (Message & { type: 'answer' }) | null) => resolveAnswer({ worker, answer });
             const id = ++askId;
             const timer = setTimeout(() => {
               pending.delete(id);
@@ -95,12 +99,11 @@ export async function runPrimary(config: Config, logger: Logger): Promise<void> 
           }),
       ),
     );
-    return { asked: asked.length, answers: answers.filter((a) => a !== null) };
+    return answers;
   };
 
   const readiness = async (): Promise<ReadinessCheck> => {
-    const { answers } = await askAll('readiness');
-    const all = answers.map((a) => a.readiness!);
+    const all = (await askAll('readiness')).flatMap(({ answer }) => (answer === null ? [] : [answer.readiness!]));
     return {
       policy: all.every((c) => c.policy === 'ok') ? 'ok' : 'not_loaded',
       key_store: all.every((c) => c.key_store === 'ok') ? 'ok' : 'unavailable',
@@ -108,9 +111,36 @@ export async function runPrimary(config: Config, logger: Logger): Promise<void> 
       workers: all.length === config.workers && all.every(isReady) ? 'ok' : 'missing',
     };
   };
+  /**
+   * Sums that never go backwards. Each worker's last answer is kept: a worker that does not answer in
+   * time counts with it, and when a worker dies its counters and histograms (never its gauges) stay in
+   * the sums for good. Without this, a dead worker's share vanished, which Prometheus reads as a
+   * counter reset and `rate()` as a spike. What a worker counted after its last scrape is lost.
+   */
+  const lastAnswers = new Map<Worker, WorkerMetrics>();
+  let retired: Promise<WorkerMetrics> = Promise.resolve([]);
+  const retire = (worker: Worker) => {
+    const last = lastAnswers.get(worker);
+    lastAnswers.delete(worker);
+    if (last === undefined) return;
+    const monotonic = last.filter((m) => MONOTONIC_TYPES.has(String(m.type)));
+    retired = retired.then(async (sofar) => {
+      try {
+        return (await AggregatorRegistry.aggregate([sofar, monotonic]).getMetricsAsJSON()) as WorkerMetrics;
+      } catch (err) {
+        logger.warn({ err, pid: worker.process.pid }, "a dead worker's counters could not be kept in the sums");
+        return sofar;
+      }
+    });
+  };
   const metricsText = async () => {
-    const { answers } = await askAll('metrics');
-    return AggregatorRegistry.aggregate(answers.map((a) => a.metrics!)).metrics();
+    const asked = await askAll('metrics');
+    const current = asked.flatMap(({ worker, answer }) => {
+      if (answer !== null) lastAnswers.set(worker, answer.metrics!);
+      const metrics = lastAnswers.get(worker);
+      return metrics === undefined ? [] : [metrics];
+    });
+    return AggregatorRegistry.aggregate([...current, await retired]).metrics();
   };
 
   // The admin port first: if it is taken, nothing has been forked yet.
@@ -183,6 +213,7 @@ export async function runPrimary(config: Config, logger: Logger): Promise<void> 
   cluster.on('exit', (worker, code, signal) => {
     const wasListening = workers.get(worker) === true;
     workers.delete(worker);
+    retire(worker);
     if (phase === 'stopping') {
       if (code !== 0 && code !== null) failedExits++;
       return;

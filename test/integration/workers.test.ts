@@ -125,6 +125,39 @@ describe('WORKERS=2', () => {
     }
   }, 40_000);
 
+  it('keeps the summed counters from going backwards when a worker stops answering or dies', async () => {
+    const { key } = await createKey(env, { acquirer: 'acq_workers', permissions: ['eod_list', 'eod_read'] });
+    const g = await startServe({ ...env, WORKERS: '2' });
+    const series = 'acquirer_gateway_requests_total{route="eod_statements_list",method="GET",status="200"}';
+    const scrape = async () => metric((await request(g.adminUrl, '/metrics')).body.toString(), series);
+    try {
+      await waitFor(async () => (await request(g.adminUrl, '/readyz')).status === 200, { what: 'readiness' });
+      const [victim] = workerPids(g) as [number, number];
+      expect(await burst(g, key, 20)).toEqual(Array(20).fill(200));
+      await waitFor(() => logEntries(g).filter((e) => e.msg === 'request').length === 20, { what: 'the access lines' });
+      const servedByVictim = logEntries(g).filter((e) => e.msg === 'request' && e.pid === victim).length;
+      expect(servedByVictim).toBeGreaterThan(0); // else its share could not go missing
+      expect(await scrape()).toBe(20);
+
+      // Stopped, it cannot answer within the primary's second: its last answer stands in.
+      process.kill(victim, 'SIGSTOP');
+      try {
+        expect(await scrape()).toBe(20);
+      } finally {
+        process.kill(victim, 'SIGCONT');
+      }
+
+      process.kill(victim, 'SIGKILL');
+      await waitFor(() => logEntries(g).find((e) => e.msg === 'worker died: replaced' && e.pid === victim), { timeoutMs: 10_000, what: 'the replacement' });
+      expect(await scrape()).toBe(20);
+      await waitFor(async () => (await request(g.adminUrl, '/readyz')).status === 200, { timeoutMs: 10_000, what: 'readiness with the replacement' });
+      expect(await burst(g, key, 10)).toEqual(Array(10).fill(200));
+      expect(await scrape()).toBe(30);
+    } finally {
+      expect(await g.stop()).toBe(0);
+    }
+  }, 40_000);
+
   it('drains every worker on SIGTERM: a request in flight completes, then all processes exit 0', async () => {
     const { key } = await createKey(env, { acquirer: 'acq_workers', permissions: ['eod_list', 'eod_read'] });
     const g = await startServe({ ...env, WORKERS: '2' });
