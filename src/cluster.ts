@@ -22,7 +22,7 @@ type Message =
 const TAG = 'acquirer-gateway';
 const isMessage = (m: unknown): m is Message => typeof m === 'object' && m !== null && (m as { tag?: unknown }).tag === TAG;
 
-/** A worker that does not answer the primary's question in this time is left out of the answer. */
+/** A worker that does not answer the primary in this time counts as not ready, and with its last metrics. */
 const ASK_TIMEOUT_MS = 1_000;
 
 /** Metric types whose values only grow (prom-client's declarations type them as numbers; they are these strings). */
