@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import { createKey, runCli, startServe, type ServeProcess } from '../helpers/cli.js';
 import { bearer, request } from '../helpers/http.js';
@@ -102,6 +103,14 @@ describe('WORKERS=2', () => {
       expect(metric(text, 'acquirer_gateway_requests_total{route="eod_statements_list",method="GET",status="200"}')).toBe(40);
       expect(metric(text, 'acquirer_gateway_key_store_up')).toBe(1);
       expect(text).toMatch(/^acquirer_gateway_policy_info\{hash="[0-9a-f]{64}"\} 1$/m);
+      // The primary's own process, beside the workers' sums: its resident memory as the kernel has it.
+      const primaryRss = Number(/^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${g.child.pid}/status`, 'utf8'))![1]) * 1024;
+      const reported = metric(text, 'acquirer_gateway_primary_process_resident_memory_bytes');
+      expect(reported).toBeGreaterThan(primaryRss * 0.8);
+      expect(reported).toBeLessThan(primaryRss * 1.25);
+      expect(metric(text, 'acquirer_gateway_process_resident_memory_bytes')).toBeGreaterThan(reported); // two workers, each larger
+      expect(metric(text, 'acquirer_gateway_primary_process_cpu_seconds_total')).toBeGreaterThan(0);
+      expect(text).not.toContain('acquirer_gateway_primary_nodejs_');
     } finally {
       expect(await g.stop()).toBe(0);
     }
