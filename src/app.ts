@@ -36,6 +36,7 @@ export function createApp(deps: AppDeps): Express {
     agent: deps.upstream.agent,
     logger: deps.logger,
     collectYoung: deps.upstream.collectYoung,
+    onRetry: () => deps.metrics.upstreamRetries.inc(),
   });
   app.use(inOrder([createRequestObserver(deps), ...createPipeline({ resolver: deps.resolver, trustedProxies: deps.trustedProxies, proxy })]));
   app.use(createErrorHandler(deps.logger));

@@ -16,6 +16,7 @@ export interface GatewayMetrics {
   readonly keyResolutions: BatchedCounter<'layer' | 'result'>;
   readonly upstreamDuration: BatchedHistogram<'route'>;
   readonly upstreamErrors: BatchedCounter<'kind'>;
+  readonly upstreamRetries: Counter;
   readonly upstreamStatusMapped: BatchedCounter<'route' | 'upstream_status' | 'status'>;
   readonly policyInfo: Gauge<'hash'>;
   readonly policyReloads: Counter<'result'>;
@@ -78,6 +79,11 @@ export function createMetrics(): GatewayMetrics {
       name: `${prefix}upstream_errors_total`,
       help: 'Upstream requests that failed, by kind (refused, reset, timeout, unresolvable, protocol, other).',
       labelNames: ['kind'],
+      registers,
+    }),
+    upstreamRetries: new Counter({
+      name: `${prefix}upstream_retries_total`,
+      help: 'GET/HEAD requests sent a second time because a pooled upstream connection failed before any answer.',
       registers,
     }),
     upstreamStatusMapped: new BatchedCounter({

@@ -21,6 +21,8 @@ export interface UpstreamProxyOptions {
   readonly logger: Logger;
   /** Frees the dead read buffers of streamed bodies every few MiB (streamed-memory.ts); none: left to V8. */
   readonly collectYoung?: CollectYoung | undefined;
+  /** Called once for each request sent a second time (see retriable). */
+  readonly onRetry?: () => void;
 }
 
 /** A keep-alive agent for the upstream: connection reuse is most of a proxy's latency budget. */
@@ -167,6 +169,7 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): RequestHandl
         state.retried = true;
         state.proxyReq = undefined;
         dropIdleConnections(options.agent);
+        options.onRetry?.();
         options.logger.warn(
           { code: (err as NodeJS.ErrnoException).code, route: (res as Response).locals.route?.id, request_id: (res as Response).locals.requestId },
           'a pooled upstream connection failed before any answer (closed by the upstream as it was reused): sent again on a new one',

@@ -203,6 +203,10 @@ describe('a pooled connection the upstream closed as it was reused', () => {
       { what: 'the retry to be logged' },
     );
     expect(warned).toMatchObject({ level: 40, code: 'ECONNRESET', route: 'eod_statements_list' });
+    const metrics = (await request(pooled.adminUrl, '/metrics')).body.toString();
+    expect(metrics).toMatch(/^acquirer_gateway_upstream_retries_total 1$/m);
+    // Recovered, so not an upstream error.
+    expect(metrics).not.toMatch(/^acquirer_gateway_upstream_errors_total/m);
   });
 
   it('only once: when the second attempt fails too, the client gets 502', async () => {
