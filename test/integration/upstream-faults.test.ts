@@ -198,6 +198,12 @@ describe('a pooled connection the upstream closed as it was reused', () => {
     expect(res.status).toBe(200);
     expect(res.body.toString()).toBe('{}');
     expect(sentTwice('keep-alive')).toBe(2);
+    // The same request both times: the identity the gateway set, the request id, never the key.
+    const [first, second] = heads.filter((h) => h.includes('?mode=keep-alive-again ')).map((h) => h.toLowerCase()) as [string, string];
+    expect(second).toBe(first);
+    expect(first).toContain('\r\nx-acquirer-id: acq_1\r\n');
+    expect(first).toMatch(/\r\nx-request-id: [0-9a-f-]{36}\r\n/);
+    expect(first).not.toContain('authorization');
     const warned = await waitFor(
       () => pooled.logLines.map((l) => JSON.parse(l)).find((e) => e.msg?.startsWith('a pooled upstream connection failed before any answer')),
       { what: 'the retry to be logged' },
