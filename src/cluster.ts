@@ -1,9 +1,10 @@
 import cluster, { type Worker } from 'node:cluster';
 import type { AddressInfo } from 'node:net';
-import { AggregatorRegistry, collectDefaultMetrics, Registry, type MetricObjectWithValues, type MetricValue } from 'prom-client';
+import { AggregatorRegistry, type MetricObjectWithValues, type MetricValue } from 'prom-client';
 import { createAdminServer, isReady, type ReadinessCheck } from './admin/admin-server.js';
 import type { Config } from './config/env.js';
 import type { Logger } from './logger.js';
+import { createPrimaryProcessMetrics } from './observability/metrics.js';
 import type { RunningGateway } from './server.js';
 
 /**
@@ -24,9 +25,6 @@ const isMessage = (m: unknown): m is Message => typeof m === 'object' && m !== n
 
 /** A worker that does not answer the primary in this time counts as not ready, and with its last metrics. */
 const ASK_TIMEOUT_MS = 1_000;
-
-/** The primary's own process metrics, beside the workers' `acquirer_gateway_process_*` sums. */
-const PRIMARY_PREFIX = 'acquirer_gateway_primary_';
 
 /** Metric types whose values only grow (prom-client's declarations type them as numbers; they are these strings). */
 const MONOTONIC_TYPES: ReadonlySet<string> = new Set(['counter', 'histogram']);
@@ -136,11 +134,7 @@ export async function runPrimary(config: Config, logger: Logger): Promise<void> 
       }
     });
   };
-  // The primary's own CPU, memory and descriptors, apart from the workers' sums: it accepts every
-  // connection and hands it to a worker, so under load its CPU is worth watching on its own.
-  const primaryRegistry = new Registry();
-  collectDefaultMetrics({ register: primaryRegistry, prefix: PRIMARY_PREFIX });
-  const primaryOwn = async () => (await primaryRegistry.getMetricsAsJSON()).filter((m) => m.name.startsWith(`${PRIMARY_PREFIX}process_`));
+  const primaryOwn = createPrimaryProcessMetrics();
   const metricsText = async () => {
     const asked = await askAll('metrics');
     const current = asked.flatMap(({ worker, answer }) => {

@@ -1,4 +1,4 @@
-import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Registry, type MetricObjectWithValues, type MetricValue } from 'prom-client';
 import { BatchedCounter, BatchedHistogram } from './batched-metrics.js';
 
 /**
@@ -114,4 +114,18 @@ export function createMetrics(): GatewayMetrics {
       aggregator: 'min',
     }),
   };
+}
+
+/** The primary's own process metrics, beside the workers' combined `acquirer_gateway_process_*`. */
+const PRIMARY_PREFIX = 'acquirer_gateway_primary_';
+
+/**
+ * With WORKERS above 1: the primary's own CPU, memory and descriptors, as metrics in prom-client's
+ * JSON shape, for the primary to add to the workers' (it accepts every connection and hands it to a
+ * worker, so under load its CPU is worth watching on its own). Its Node.js metrics are left out.
+ */
+export function createPrimaryProcessMetrics(): () => Promise<MetricObjectWithValues<MetricValue<string>>[]> {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: PRIMARY_PREFIX });
+  return async () => (await registry.getMetricsAsJSON()).filter((m) => m.name.startsWith(`${PRIMARY_PREFIX}process_`));
 }
