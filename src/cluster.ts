@@ -113,21 +113,23 @@ export async function runPrimary(config: Config, logger: Logger): Promise<void> 
     };
   };
   /**
-   * Sums that never go backwards. Each worker's last answer is kept: a worker that does not answer in
-   * time counts with it, and when a worker dies its counters and histograms (never its gauges) stay in
-   * the sums for good. Without this, a dead worker's share vanished, which Prometheus reads as a
-   * counter reset and `rate()` as a spike. What a worker counted after its last scrape is lost.
+   * Sums that do not go backwards. Each live worker's last answer is kept: a worker that does not
+   * answer in time (hung, or leaving) counts with the counters and histograms of it, and when a worker
+   * dies they stay in the sums for good. Gauges come only from workers that answered: an old one would
+   * describe a worker as it was (a frozen event-loop lag, a key store state long past). Without this,
+   * a dead or late worker's share vanished, which Prometheus reads as a counter reset and `rate()` as a
+   * spike. What a worker counted after its last answer is lost.
    */
   const lastAnswers = new Map<Worker, WorkerMetrics>();
   let retired: Promise<WorkerMetrics> = Promise.resolve([]);
+  const monotonic = (metrics: WorkerMetrics) => metrics.filter((m) => MONOTONIC_TYPES.has(String(m.type)));
   const retire = (worker: Worker) => {
     const last = lastAnswers.get(worker);
     lastAnswers.delete(worker);
     if (last === undefined) return;
-    const monotonic = last.filter((m) => MONOTONIC_TYPES.has(String(m.type)));
     retired = retired.then(async (sofar) => {
       try {
-        return (await AggregatorRegistry.aggregate([sofar, monotonic]).getMetricsAsJSON()) as WorkerMetrics;
+        return (await AggregatorRegistry.aggregate([sofar, monotonic(last)]).getMetricsAsJSON()) as WorkerMetrics;
       } catch (err) {
         logger.warn({ err, pid: worker.process.pid }, "a dead worker's counters could not be kept in the sums");
         return sofar;
@@ -136,12 +138,16 @@ export async function runPrimary(config: Config, logger: Logger): Promise<void> 
   };
   const primaryOwn = createPrimaryProcessMetrics();
   const metricsText = async () => {
-    const asked = await askAll('metrics');
-    const current = asked.flatMap(({ worker, answer }) => {
-      if (answer !== null) lastAnswers.set(worker, answer.metrics!);
-      const metrics = lastAnswers.get(worker);
-      return metrics === undefined ? [] : [metrics];
-    });
+    const answered = new Set<Worker>();
+    for (const { worker, answer } of await askAll('metrics')) {
+      // One that exited while the others answered was retired with its previous answer: kept, this
+      // one would count it twice.
+      if (answer === null || !workers.has(worker)) continue;
+      lastAnswers.set(worker, answer.metrics!);
+      answered.add(worker);
+    }
+    // Every live worker with an answer so far, asked or not (one disconnecting is not asked).
+    const current = [...lastAnswers].map(([worker, metrics]) => (answered.has(worker) ? metrics : monotonic(metrics)));
     return AggregatorRegistry.aggregate([...current, await retired, await primaryOwn()]).metrics();
   };
 

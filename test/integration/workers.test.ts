@@ -39,6 +39,8 @@ const alive = (pid: number) => {
 };
 const logEntries = (g: ServeProcess) => g.logLines.map((l) => JSON.parse(l) as Record<string, unknown>);
 const workerPids = (g: ServeProcess) => logEntries(g).find((e) => e.msg === 'listening')!.workers as number[];
+/** A process's resident memory as the kernel counts it, bytes. */
+const vmRss = (pid: number) => Number(/^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) * 1024;
 const metric = (text: string, series: string) => Number(text.split('\n').find((l) => l.startsWith(series + ' '))?.split(' ')[1]);
 
 const answerList: UpstreamHandler = (_req, res) => {
@@ -104,7 +106,7 @@ describe('WORKERS=2', () => {
       expect(metric(text, 'acquirer_gateway_key_store_up')).toBe(1);
       expect(text).toMatch(/^acquirer_gateway_policy_info\{hash="[0-9a-f]{64}"\} 1$/m);
       // The primary's own process, beside the workers' sums: its resident memory as the kernel has it.
-      const primaryRss = Number(/^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${g.child.pid}/status`, 'utf8'))![1]) * 1024;
+      const primaryRss = vmRss(g.child.pid!);
       const reported = metric(text, 'acquirer_gateway_primary_process_resident_memory_bytes');
       expect(reported).toBeGreaterThan(primaryRss * 0.8);
       expect(reported).toBeLessThan(primaryRss * 1.25);
@@ -141,27 +143,38 @@ describe('WORKERS=2', () => {
     const scrape = async () => metric((await request(g.adminUrl, '/metrics')).body.toString(), series);
     try {
       await waitFor(async () => (await request(g.adminUrl, '/readyz')).status === 200, { what: 'readiness' });
-      const [victim] = workerPids(g) as [number, number];
+      const [victim, other] = workerPids(g) as [number, number];
       expect(await burst(g, key, 20)).toEqual(Array(20).fill(200));
       await waitFor(() => logEntries(g).filter((e) => e.msg === 'request').length === 20, { what: 'the access lines' });
       const servedByVictim = logEntries(g).filter((e) => e.msg === 'request' && e.pid === victim).length;
       expect(servedByVictim).toBeGreaterThan(0); // else its share could not go missing
       expect(await scrape()).toBe(20);
 
-      // Stopped, it cannot answer within the primary's second: its last answer stands in.
+      // Stopped, it cannot answer within the primary's second: the counters of its last answer stand
+      // in, its gauges do not (the summed resident memory is the other worker's alone).
       process.kill(victim, 'SIGSTOP');
       try {
-        expect(await scrape()).toBe(20);
+        const text = (await request(g.adminUrl, '/metrics')).body.toString();
+        expect(metric(text, series)).toBe(20);
+        const ratio = metric(text, 'acquirer_gateway_process_resident_memory_bytes') / vmRss(other);
+        expect(ratio).toBeGreaterThan(0.75);
+        expect(ratio).toBeLessThan(1.3);
       } finally {
         process.kill(victim, 'SIGCONT');
       }
 
       process.kill(victim, 'SIGKILL');
-      await waitFor(() => logEntries(g).find((e) => e.msg === 'worker died: replaced' && e.pid === victim), { timeoutMs: 10_000, what: 'the replacement' });
+      const replaced = await waitFor(() => logEntries(g).find((e) => e.msg === 'worker died: replaced' && e.pid === victim), { timeoutMs: 10_000, what: 'the replacement' });
       expect(await scrape()).toBe(20);
       await waitFor(async () => (await request(g.adminUrl, '/readyz')).status === 200, { timeoutMs: 10_000, what: 'readiness with the replacement' });
       expect(await burst(g, key, 10)).toEqual(Array(10).fill(200));
-      expect(await scrape()).toBe(30);
+      const text = (await request(g.adminUrl, '/metrics')).body.toString();
+      expect(metric(text, series)).toBe(30);
+      // The dead worker's gauges are gone: the live two's memory, not three.
+      const live = vmRss(other) + vmRss(replaced.replacement_pid as number);
+      const ratio = metric(text, 'acquirer_gateway_process_resident_memory_bytes') / live;
+      expect(ratio).toBeGreaterThan(0.75);
+      expect(ratio).toBeLessThan(1.3);
     } finally {
       expect(await g.stop()).toBe(0);
     }

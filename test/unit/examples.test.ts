@@ -26,7 +26,13 @@ describe('examples/', () => {
     const names = await exportedMetricNames();
     const rules = parse(readFileSync('examples/alerts.yml', 'utf8')).groups.flatMap((g: { rules: { alert: string; expr: string }[] }) => g.rules);
     expect(rules.map((r: { alert: string }) => r.alert)).toEqual(
-      expect.arrayContaining(['AcquirerGatewayErrorRatioHigh', 'AcquirerGatewayUpstreamFailures', 'AcquirerGatewayRedisUnavailable', 'AcquirerGatewayPolicyReloadFailed']),
+      expect.arrayContaining([
+        'AcquirerGatewayErrorRatioHigh',
+        'AcquirerGatewayUpstreamFailures',
+        'AcquirerGatewayUpstreamClosesIdleConnections',
+        'AcquirerGatewayRedisUnavailable',
+        'AcquirerGatewayPolicyReloadFailed',
+      ]),
     );
     for (const rule of rules) {
       const used = referencedMetrics(rule.expr);
