@@ -28,6 +28,8 @@ if (spawnSync('valgrind', ['--version']).error !== undefined) {
 
 const LIST = '/v1/acquirer/eod_statements';
 const dir = mkdtempSync(path.join(os.tmpdir(), 'bench-instructions-'));
+// Cachegrind's files are read and thrown away, also when a run fails half-way.
+process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
 // Under valgrind a process starts in tens of seconds, not in one.
 const READY_MS = 180_000;
 const valgrind = (out) => ['valgrind', '--tool=cachegrind', '--cache-sim=no', `--cachegrind-out-file=${out}`, '--quiet'];
@@ -119,7 +121,6 @@ for (const [name, start] of Object.entries(targets)) {
   perRequest[name] = { total: (high.total - low.total) / (many - few), byFunction };
 }
 stopAll();
-rmSync(dir, { recursive: true, force: true });
 
 const { gateway } = perRequest;
 const floor = perRequest.floor ?? { total: NaN, byFunction: new Map() };
