@@ -229,6 +229,7 @@ describe('a pooled connection the upstream closed as it was reused', () => {
     // Two idle connections in the pool, both closed by the upstream when reused.
     const res = await request(pooled.url, `${LIST}?mode=pair-again`, bearer(key));
     expect(res.status).toBe(200);
+    expect(res.body.toString()).toBe('{}');
     expect(sentTwice('pair')).toBe(2);
   });
 
@@ -244,6 +245,7 @@ describe('a pooled connection the upstream closed as it was reused', () => {
     heads.length = 0;
     const res = await request(pooled.url, `${LIST}?mode=reset`, bearer(key));
     expect(res.status).toBe(502);
+    expect(res.body.toString()).toBe('{"message":"Bad gateway"}');
     expect(heads.filter((h) => h.includes('?mode=reset ')).length).toBe(1);
   });
 });
