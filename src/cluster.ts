@@ -1,10 +1,11 @@
 import cluster, { type Worker } from 'node:cluster';
 import type { AddressInfo } from 'node:net';
-import { AggregatorRegistry, type MetricObjectWithValues, type MetricValue } from 'prom-client';
+import { AggregatorRegistry } from 'prom-client';
 import { createAdminServer, isReady, type ReadinessCheck } from './admin/admin-server.js';
 import type { Config } from './config/env.js';
 import type { Logger } from './logger.js';
 import { createPrimaryProcessMetrics } from './observability/metrics.js';
+import { WorkerSums, type WorkerMetrics } from './observability/worker-sums.js';
 import type { RunningGateway } from './server.js';
 
 /**
@@ -13,7 +14,6 @@ import type { RunningGateway } from './server.js';
  * all of them (metrics summed, readiness only if every worker is ready), passes signals on, and
  * replaces a worker that dies. Messages between them carry a tag, so nothing else's are mistaken.
  */
-type WorkerMetrics = MetricObjectWithValues<MetricValue<string>>[];
 type Message =
   | { readonly tag: typeof TAG; readonly type: 'ready'; readonly port: number }
   | { readonly tag: typeof TAG; readonly type: 'shutdown' | 'reload' }
@@ -25,9 +25,6 @@ const isMessage = (m: unknown): m is Message => typeof m === 'object' && m !== n
 
 /** A worker that does not answer the primary in this time counts as not ready, and with its last metrics. */
 const ASK_TIMEOUT_MS = 1_000;
-
-/** Metric types whose values only grow (prom-client's declarations type them as numbers; they are these strings). */
-const MONOTONIC_TYPES: ReadonlySet<string> = new Set(['counter', 'histogram']);
 
 /** In a worker: obey the primary, and go when it goes. */
 export function serveAsWorker(gateway: RunningGateway, logger: Logger): void {
@@ -112,43 +109,12 @@ export async function runPrimary(config: Config, logger: Logger): Promise<void> 
       workers: all.length === config.workers && all.every(isReady) ? 'ok' : 'missing',
     };
   };
-  /**
-   * Sums that do not go backwards. Each live worker's last answer is kept: a worker that does not
-   * answer in time (hung, or leaving) counts with the counters and histograms of it, and when a worker
-   * dies they stay in the sums for good. Gauges come only from workers that answered: an old one would
-   * describe a worker as it was (a frozen event-loop lag, a key store state long past). Without this,
-   * a dead or late worker's share vanished, which Prometheus reads as a counter reset and `rate()` as a
-   * spike. What a worker counted after its last answer is lost.
-   */
-  const lastAnswers = new Map<Worker, WorkerMetrics>();
-  let retired: Promise<WorkerMetrics> = Promise.resolve([]);
-  const monotonic = (metrics: WorkerMetrics) => metrics.filter((m) => MONOTONIC_TYPES.has(String(m.type)));
-  const retire = (worker: Worker) => {
-    const last = lastAnswers.get(worker);
-    lastAnswers.delete(worker);
-    if (last === undefined) return;
-    retired = retired.then(async (sofar) => {
-      try {
-        return (await AggregatorRegistry.aggregate([sofar, monotonic(last)]).getMetricsAsJSON()) as WorkerMetrics;
-      } catch (err) {
-        logger.warn({ err, pid: worker.process.pid }, "a dead worker's counters could not be kept in the sums");
-        return sofar;
-      }
-    });
-  };
+  const sums = new WorkerSums<Worker>((err, worker) => logger.warn({ err, pid: worker.process.pid }, "a dead worker's counters could not be kept in the sums"));
   const primaryOwn = createPrimaryProcessMetrics();
   const metricsText = async () => {
-    const answered = new Set<Worker>();
-    for (const { worker, answer } of await askAll('metrics')) {
-      // One that exited while the others answered was retired with its previous answer: kept, this
-      // one would count it twice.
-      if (answer === null || !workers.has(worker)) continue;
-      lastAnswers.set(worker, answer.metrics!);
-      answered.add(worker);
-    }
-    // Every live worker with an answer so far, asked or not (one disconnecting is not asked).
-    const current = [...lastAnswers].map(([worker, metrics]) => (answered.has(worker) ? metrics : monotonic(metrics)));
-    return AggregatorRegistry.aggregate([...current, await retired, await primaryOwn()]).metrics();
+    const fresh = new Set<Worker>();
+    for (const { worker, answer } of await askAll('metrics')) if (answer !== null && sums.answered(worker, answer.metrics!)) fresh.add(worker);
+    return AggregatorRegistry.aggregate([...(await sums.parts(fresh)), await primaryOwn()]).metrics();
   };
 
   // The admin port first: if it is taken, nothing has been forked yet.
@@ -221,7 +187,7 @@ export async function runPrimary(config: Config, logger: Logger): Promise<void> 
   cluster.on('exit', (worker, code, signal) => {
     const wasListening = workers.get(worker) === true;
     workers.delete(worker);
-    retire(worker);
+    sums.retire(worker);
     if (phase === 'stopping') {
       if (code !== 0 && code !== null) failedExits++;
       return;
