@@ -3,7 +3,7 @@
 // still alive, which says nothing about garbage made per request). The first SIGUSR2 starts
 // sampling, the second writes the profile to HEAP_SAMPLING_OUT, so the caller decides which stretch
 // of traffic is measured.
-import { writeFileSync } from 'node:fs';
+import { renameSync, writeFileSync } from 'node:fs';
 import inspector from 'node:inspector';
 
 const session = new inspector.Session();
@@ -20,6 +20,8 @@ process.on('SIGUSR2', async () => {
     return;
   }
   const { profile } = await post('HeapProfiler.stopSampling');
-  writeFileSync(process.env.HEAP_SAMPLING_OUT, JSON.stringify(profile));
+  // Written aside and renamed: the caller waits for the file to exist, and must not read half of it.
+  writeFileSync(`${process.env.HEAP_SAMPLING_OUT}.partial`, JSON.stringify(profile));
+  renameSync(`${process.env.HEAP_SAMPLING_OUT}.partial`, process.env.HEAP_SAMPLING_OUT);
   process.stderr.write('heap sampling: written\n');
 });
