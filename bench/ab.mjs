@@ -1,0 +1,72 @@
+// Two or more gateways that differ only in node options, against the floor, in one run: the JSON
+// list (50 connections unless told), rounds interleaved (upstream, floor, A, B, …, upstream, floor, A, B, …), so that what this VM
+// does meanwhile falls on every variant alike. For a question like "does a larger young generation
+// pay?", where a full `npm run bench` per variant would compare runs minutes apart.
+// Usage (after `npm run build`):
+//   node bench/ab.mjs [--rounds=6] [--seconds=5] [--connections=50] 'A=' 'B=--max-semi-space-size=16' …
+// Each variant is NAME=OPTIONS (space-separated node options, added after the shebang's, as
+// BENCH_GATEWAY_NODE_ARGS is). Prints, per target, the medians over rounds of requests/s, CPU per
+// request, p50 and p99 (and each over the upstream's: what the gateway adds to a request's latency).
+import { drive } from './lib/load.mjs';
+import { cpuSeconds, gatewayCli, startGateway, startRedis, startScript, stopAll } from './lib/services.mjs';
+
+const args = process.argv.slice(2);
+const option = (name, fallback) => Number(args.find((a) => a.startsWith(`--${name}=`))?.split('=')[1] ?? fallback);
+const rounds = option('rounds', 6);
+const seconds = option('seconds', 5);
+const connections = option('connections', 50);
+const variants = args.filter((a) => !a.startsWith('--')).map((a) => {
+  const at = a.indexOf('=');
+  return { name: a.slice(0, at), nodeArgs: a.slice(at + 1) };
+});
+if (variants.length === 0 || variants.some((v) => v.name === '') || !(rounds > 0 && seconds > 0 && connections > 0)) {
+  console.error("usage: node bench/ab.mjs [--rounds=6] [--seconds=5] [--connections=50] 'A=' 'B=--max-semi-space-size=16' …");
+  process.exit(2);
+}
+
+const LIST = '/v1/acquirer/eod_statements';
+const origin = await startScript('origin.mjs', String(1024 * 1024));
+const redis = await startRedis();
+const gwEnv = { REDIS_URL: redis.url, REDIS_KEY_PREFIX: 'bench:', UPSTREAM_URL: origin.url };
+const { key } = await gatewayCli(gwEnv, 'keys', 'create', '--acquirer', 'acq_bench', '--permissions', 'eod_list,eod_read');
+const headers = { authorization: `Bearer ${key}` };
+
+const floor = await startScript('floor.mjs', origin.url);
+const targets = [
+  { name: 'upstream', url: origin.url, pid: origin.child.pid },
+  { name: 'floor', url: floor.url, pid: floor.child.pid },
+];
+for (const v of variants) {
+  process.env.BENCH_GATEWAY_NODE_ARGS = v.nodeArgs;
+  const g = await startGateway(gwEnv);
+  targets.push({ name: v.name, url: g.url, pid: g.child.pid });
+}
+for (const t of targets) await drive({ url: `${t.url}${LIST}`, headers, connections: 50, durationS: 5 });
+
+const samples = new Map(targets.map((t) => [t.name, []]));
+for (let r = 1; r <= rounds; r++) {
+  for (const t of targets) {
+    const before = cpuSeconds(t.pid);
+    const s = await drive({ url: `${t.url}${LIST}`, headers, connections, durationS: seconds });
+    if (s.failures > 0) throw new Error(`${t.name}: ${s.failures} failed requests`);
+    const cpuUs = ((cpuSeconds(t.pid) - before) / s.requests) * 1e6;
+    samples.get(t.name).push({ rps: s.rps, cpuUs, p50: s.p50, p99: s.p99 });
+    console.error(`ab: round ${r} ${t.name}: ${Math.round(s.rps)} requests/s, ${cpuUs.toFixed(0)} µs CPU per request, p50 ${s.p50.toFixed(3)} ms, p99 ${s.p99.toFixed(3)} ms`);
+  }
+}
+stopAll();
+
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const medians = (name) => Object.fromEntries(['rps', 'cpuUs', 'p50', 'p99'].map((k) => [k, median(samples.get(name).map((s) => s[k]))]));
+const f = medians('floor');
+const u = medians('upstream');
+const ms = (x) => x.toFixed(3);
+const over = (x) => `${x >= 0 ? '+' : ''}${x.toFixed(3)}`;
+console.log(`JSON list, ${connections} connection(s), ${rounds} interleaved rounds of ${seconds} s (medians)\n`);
+console.log('| target | node options | requests/s | × floor | CPU µs/request | × floor | p50 ms (over upstream) | p99 ms (over upstream) |\n|---|---|---|---|---|---|---|---|');
+for (const t of targets) {
+  const m = medians(t.name);
+  const opts = variants.find((v) => v.name === t.name)?.nodeArgs;
+  const shown = opts === undefined ? '' : `\`${opts || '(shebang only)'}\``;
+  console.log(`| ${t.name} | ${shown} | ${Math.round(m.rps)} | ${(m.rps / f.rps).toFixed(2)} | ${m.cpuUs.toFixed(0)} | ${(m.cpuUs / f.cpuUs).toFixed(2)} | ${ms(m.p50)} (${over(m.p50 - u.p50)}) | ${ms(m.p99)} (${over(m.p99 - u.p99)}) |`);
+}
