@@ -30,30 +30,30 @@ const noRetireError = (err: unknown) => {
   throw err;
 };
 
+/** Two workers, a (3 requests, lag 0.25) and b (5, lag 0.5), have answered a first scrape. */
+async function twoWorkersAnswered() {
+  const sums = new WorkerSums<object>(noRetireError);
+  const [a, b] = [{}, {}];
+  sums.answered(a, await answer(3, 0.25));
+  sums.answered(b, await answer(5, 0.5));
+  return { sums, a, b };
+}
+
 describe('the workers’ summed metrics', () => {
   it('sums every answer of a scrape, gauges included', async () => {
-    const sums = new WorkerSums<object>(noRetireError);
-    const [a, b] = [{}, {}];
-    sums.answered(a, await answer(3, 0.25));
-    sums.answered(b, await answer(5, 0.5));
+    const { sums, a, b } = await twoWorkersAnswered();
     expect(await scrape(sums, [a, b])).toEqual({ requests: 8, observed: 8, lag: 0.75 });
   });
 
   it('counts a worker that did not answer by its last counters and histograms, and leaves out its gauge', async () => {
-    const sums = new WorkerSums<object>(noRetireError);
-    const [a, b] = [{}, {}];
-    sums.answered(a, await answer(3, 0.25));
-    sums.answered(b, await answer(5, 0.5));
+    const { sums, a, b } = await twoWorkersAnswered();
     await scrape(sums, [a, b]);
     sums.answered(b, await answer(6, 0.5)); // a hangs this time
     expect(await scrape(sums, [b])).toEqual({ requests: 9, observed: 9, lag: 0.5 });
   });
 
   it('keeps a dead worker’s counters and histograms for good', async () => {
-    const sums = new WorkerSums<object>(noRetireError);
-    const [a, b] = [{}, {}];
-    sums.answered(a, await answer(3, 0.25));
-    sums.answered(b, await answer(5, 0.5));
+    const { sums, a, b } = await twoWorkersAnswered();
     await scrape(sums, [a, b]);
     sums.retire(a);
     sums.answered(b, await answer(7, 0.5));
@@ -65,10 +65,7 @@ describe('the workers’ summed metrics', () => {
   });
 
   it('counts a worker once when it answers a scrape and dies before the others have answered', async () => {
-    const sums = new WorkerSums<object>(noRetireError);
-    const [a, b] = [{}, {}];
-    sums.answered(a, await answer(3, 0.25));
-    sums.answered(b, await answer(5, 0.5));
+    const { sums, a, b } = await twoWorkersAnswered();
     expect((await scrape(sums, [a, b])).requests).toBe(8);
     // The next scrape: a's answer (4) is in, then a exits (retired with its last kept answer, 3),
     // then b answers; the primary reads the answers only now.
