@@ -190,11 +190,15 @@ describe('a pooled connection the upstream closed as it was reused', () => {
   afterAll(async () => pooled.stop());
 
   const sentTwice = (mode: string) => heads.filter((h) => h.includes(`?mode=${mode}-again `)).length;
+  /** One connection kept in the pool by a first request, then a request the upstream answers in `mode` on it. */
+  const onAKeptConnection = async (mode: string) => {
+    expect((await request(pooled.url, `${LIST}?mode=keep-alive`, bearer(key))).status).toBe(200);
+    return request(pooled.url, `${LIST}?mode=${mode}`, bearer(key));
+  };
 
   it('a GET is sent again on a new connection, and the client never sees the failure', async () => {
-    expect((await request(pooled.url, `${LIST}?mode=keep-alive`, bearer(key))).status).toBe(200);
     // Sent on the kept connection (the only one in the pool), which the upstream closes; then again on a new one.
-    const res = await request(pooled.url, `${LIST}?mode=keep-alive-again`, bearer(key));
+    const res = await onAKeptConnection('keep-alive-again');
     expect(res.status).toBe(200);
     expect(res.body.toString()).toBe('{}');
     expect(sentTwice('keep-alive')).toBe(2);
@@ -216,8 +220,7 @@ describe('a pooled connection the upstream closed as it was reused', () => {
   });
 
   it('only once: when the second attempt fails too, the client gets 502', async () => {
-    expect((await request(pooled.url, `${LIST}?mode=keep-alive`, bearer(key))).status).toBe(200);
-    const res = await request(pooled.url, `${LIST}?mode=reset-again`, bearer(key));
+    const res = await onAKeptConnection('reset-again');
     expect(res.status).toBe(502);
     expect(res.body.toString()).toBe('{"message":"Bad gateway"}');
     expect(sentTwice('reset')).toBe(2);
@@ -234,8 +237,7 @@ describe('a pooled connection the upstream closed as it was reused', () => {
   });
 
   it('not once an answer has begun: the upstream may have acted on the request', async () => {
-    expect((await request(pooled.url, `${LIST}?mode=keep-alive`, bearer(key))).status).toBe(200);
-    const res = await request(pooled.url, `${LIST}?mode=partial-again`, bearer(key));
+    const res = await onAKeptConnection('partial-again');
     expect(res.status).toBe(502);
     expect(res.body.toString()).toBe('{"message":"Bad gateway"}');
     expect(sentTwice('partial')).toBe(1);
