@@ -1,11 +1,12 @@
-// Two or more gateways that differ only in node options, against the floor, in one run: the JSON
+// Two or more gateways that differ only in node options or environment, against the floor, in one run: the JSON
 // list (50 connections unless told), rounds interleaved (upstream, floor, A, B, …, upstream, floor, A, B, …), so that what this VM
 // does meanwhile falls on every variant alike. For a question like "does a larger young generation
 // pay?", where a full `npm run bench` per variant would compare runs minutes apart.
 // Usage (after `npm run build`):
 //   node bench/ab.mjs [--rounds=6] [--seconds=5] [--connections=50] 'A=' 'B=--max-semi-space-size=16' …
-// Each variant is NAME=OPTIONS (space-separated node options, added after the shebang's, as
-// BENCH_GATEWAY_NODE_ARGS is). Prints, per target, the medians over rounds of requests/s, CPU per
+// Each variant is NAME=OPTIONS: space-separated node options, added after the shebang's (as
+// BENCH_GATEWAY_NODE_ARGS is), and environment settings for that gateway alone, as VAR=value words
+// ('L=LOG_LEVEL=warn' runs one without access lines). Prints, per target, the medians over rounds of requests/s, CPU per
 // request, p50 and p99 (and each over the upstream's: what the gateway adds to a request's latency).
 import { drive } from './lib/load.mjs';
 import { cpuSeconds, gatewayCli, startGateway, startRedis, startScript, stopAll } from './lib/services.mjs';
@@ -17,7 +18,10 @@ const seconds = option('seconds', 5);
 const connections = option('connections', 50);
 const variants = args.filter((a) => !a.startsWith('--')).map((a) => {
   const at = a.indexOf('=');
-  return { name: a.slice(0, at), nodeArgs: a.slice(at + 1) };
+  const words = a.slice(at + 1).split(' ').filter(Boolean);
+  const isEnv = (w) => /^[A-Z_][A-Z0-9_]*=/.test(w);
+  const env = Object.fromEntries(words.filter(isEnv).map((w) => [w.slice(0, w.indexOf('=')), w.slice(w.indexOf('=') + 1)]));
+  return { name: a.slice(0, at), spec: a.slice(at + 1), nodeArgs: words.filter((w) => !isEnv(w)).join(' '), env };
 });
 if (variants.length === 0 || variants.some((v) => v.name === '') || !(rounds > 0 && seconds > 0 && connections > 0)) {
   console.error("usage: node bench/ab.mjs [--rounds=6] [--seconds=5] [--connections=50] 'A=' 'B=--max-semi-space-size=16' …");
@@ -38,7 +42,7 @@ const targets = [
 ];
 for (const v of variants) {
   process.env.BENCH_GATEWAY_NODE_ARGS = v.nodeArgs;
-  const g = await startGateway(gwEnv);
+  const g = await startGateway({ ...gwEnv, ...v.env });
   targets.push({ name: v.name, url: g.url, pid: g.child.pid });
 }
 for (const t of targets) await drive({ url: `${t.url}${LIST}`, headers, connections: 50, durationS: 5 });
@@ -63,10 +67,10 @@ const u = medians('upstream');
 const ms = (x) => x.toFixed(3);
 const over = (x) => `${x >= 0 ? '+' : ''}${x.toFixed(3)}`;
 console.log(`JSON list, ${connections} connection(s), ${rounds} interleaved rounds of ${seconds} s (medians)\n`);
-console.log('| target | node options | requests/s | × floor | CPU µs/request | × floor | p50 ms (over upstream) | p99 ms (over upstream) |\n|---|---|---|---|---|---|---|---|');
+console.log('| target | options | requests/s | × floor | CPU µs/request | × floor | p50 ms (over upstream) | p99 ms (over upstream) |\n|---|---|---|---|---|---|---|---|');
 for (const t of targets) {
   const m = medians(t.name);
-  const opts = variants.find((v) => v.name === t.name)?.nodeArgs;
+  const opts = variants.find((v) => v.name === t.name)?.spec;
   const shown = opts === undefined ? '' : `\`${opts || '(shebang only)'}\``;
   console.log(`| ${t.name} | ${shown} | ${Math.round(m.rps)} | ${(m.rps / f.rps).toFixed(2)} | ${m.cpuUs.toFixed(0)} | ${(m.cpuUs / f.cpuUs).toFixed(2)} | ${ms(m.p50)} (${over(m.p50 - u.p50)}) | ${ms(m.p99)} (${over(m.p99 - u.p99)}) |`);
 }
