@@ -5,6 +5,7 @@ import type { Logger } from '../logger.js';
 import { addressText, peerAddress, resolveClientAddress } from '../net/client-address.js';
 import type { IpAddress, IpAllowlist } from '../net/ip-allowlist.js';
 import type { CompiledPolicy } from '../policy/compile.js';
+import { createRequestLocals } from '../request-context.js';
 import { methodLabel, UNMATCHED_ROUTE, type GatewayMetrics } from './metrics.js';
 
 /** An incoming request id is kept only if it is short and plain: it goes into logs and upstream. */
@@ -30,11 +31,12 @@ function clientAddress(res: Response, req: Parameters<RequestHandler>[0], peer: 
  */
 export function createRequestObserver({ policy, metrics, logger, trustedProxies }: RequestObserverDeps): RequestHandler {
   return function requestObserver(req, res, next) {
-    const locals = res.locals;
-    locals.startedAt = performance.now(); // a number: hrtime.bigint() allocates a BigInt per call
-    locals.policy = policy();
+    const startedAt = performance.now(); // a number: hrtime.bigint() allocates a BigInt per call
     const incoming = req.headers['x-request-id'];
-    locals.requestId = typeof incoming === 'string' && VALID_REQUEST_ID.test(incoming) ? incoming : randomUUID();
+    const requestId = typeof incoming === 'string' && VALID_REQUEST_ID.test(incoming) ? incoming : randomUUID();
+    // Replaces Express's own (empty) locals: see createRequestLocals.
+    const locals = createRequestLocals(policy(), requestId, startedAt);
+    res.locals = locals;
     // Not set on `res` here: each response sends it with its own headers (the error renderer, the
     // catalogue, the proxied answer). A header set early puts every proxied answer on Node's slower
     // writeHead path, which re-validates each upstream header.
