@@ -1,13 +1,16 @@
-#!/usr/bin/env -S node --max-semi-space-size=4 --expose-gc --heap-growing-percent=50
+#!/usr/bin/env -S node --max-semi-space-size=4 --expose-gc --heap-growing-percent=50 --no-allocation-site-pretenuring
 // The flags above: --max-semi-space-size=4 caps V8's young generation at 2 × 4 MiB. Left to itself
 // V8 grows it to 64 MiB under steady traffic and keeps it, which a soak of the gateway showed as RSS
 // growth; with the cap, RSS stays flat and throughput is the same. --expose-gc lets the proxy free
 // the read buffers of a streamed download every few MiB (proxy/streamed-memory.ts), instead of
 // after ~64 MiB of them (bench/RESULTS.md). --heap-growing-percent=50 lets the old generation grow
 // to 1.5× what survived its last full collection before the next one; V8's own factor went up to
-// 4× after bursts, and the heap then sawed by tens of MiB of garbage. Run as `node dist/cli.js`,
-// pass the flags yourself (node refuses the last one in NODE_OPTIONS); WORKERS inherit the
-// primary's node flags.
+// 4× after bursts, and the heap then sawed by tens of MiB of garbage. --no-allocation-site-pretenuring:
+// after a burst of concurrent requests V8 decided to allocate some per-request objects straight in
+// the old generation, and kept to it: every process so burst then ran a full collection about every
+// half second for as long as it lived, at about 1.3× the CPU per request (6 of 6 processes; 0 of 6
+// with the flag; bench/RESULTS.md). Run as `node dist/cli.js`, pass the flags yourself (node refuses
+// the last two in NODE_OPTIONS); WORKERS inherit the primary's node flags.
 import { keysCommand } from './cli/keys-command.js';
 import { PolicyInvalid, policyCommand } from './cli/policy-command.js';
 import { serveCommand } from './cli/serve-command.js';

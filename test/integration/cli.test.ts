@@ -197,7 +197,7 @@ describe('the installed command', () => {
     try {
       // env -S execs node in the same process: its command line is node's own.
       const argv = readFileSync(`/proc/${g.child.pid}/cmdline`, 'utf8').split('\0');
-      expect(argv.slice(1, 4)).toEqual(['--max-semi-space-size=4', '--expose-gc', '--heap-growing-percent=50']);
+      expect(argv.slice(1, 5)).toEqual(['--max-semi-space-size=4', '--expose-gc', '--heap-growing-percent=50', '--no-allocation-site-pretenuring']);
       const logged = g.logLines.map((line) => JSON.parse(line) as { msg: string; streamed_gc_every_mib?: unknown });
       expect(logged.find((entry) => entry.msg === 'listening')?.streamed_gc_every_mib).toBe(4);
       expect(logged.filter((entry) => entry.msg.includes('--expose-gc'))).toEqual([]);
