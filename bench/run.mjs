@@ -26,7 +26,7 @@ const KEY_CACHE_TTL_MS = 60_000; // the gateway's default, which this run keeps
 const LOOP_SAMPLING_MS = 10;
 const delayOf = (metrics) => Math.max(0, metrics.acquirer_gateway_nodejs_eventloop_lag_p99_seconds * 1000 - LOOP_SAMPLING_MS);
 const loopDelayP99 = async (gw) => delayOf(await gw.metrics());
-const SCENARIOS = new Set((env.BENCH_SCENARIOS ?? 'list,csv,flood,disable,soak,cores').split(','));
+const SCENARIOS = new Set((env.BENCH_SCENARIOS ?? 'list,burst,csv,flood,disable,soak,cores').split(','));
 const LIST = '/v1/acquirer/eod_statements';
 const CSV = '/v1/acquirer/eod_statements/00000000-0000-4000-8000-000000000001.csv';
 const MiB = 1024 * 1024;
@@ -133,6 +133,29 @@ if (SCENARIOS.has('list')) {
     row(scenario, 'event-loop delay p99', `${median(samples.gateway.map((s) => s.loopDelayP99)).toFixed(2)} ms`, '', connections === 50 ? 'at saturation: each turn of the loop carries a batch of requests' : '');
     row(scenario, 'load generator', loadGenerator, '', loadCpuNote(samples));
   }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// A burst, then ordinary load, on a fresh gateway. V8 once answered a burst by allocating per-request
+// objects in the old generation for good, and the process then ran a full collection every half
+// second (RESULTS.md, 2026-11-23 fifth session): this shows whether a burst still leaves that behind.
+if (SCENARIOS.has('burst')) {
+  log('burst: a fresh gateway, 5 s at 300 connections, then the JSON list at 50 against the floor');
+  const fresh = await startGateway(gwEnv);
+  const fullCollections = async () => {
+    const { body } = await get(`${fresh.adminUrl}/metrics`);
+    return Number(/^acquirer_gateway_nodejs_gc_duration_seconds_count\{kind="major"\} (\d+)$/m.exec(body)?.[1] ?? 0);
+  };
+  const freshList = { url: `${fresh.url}${LIST}`, headers: auth, pid: fresh.child.pid };
+  await drive({ ...freshList, connections: 300, durationS: 5 });
+  const before = await fullCollections();
+  const samples = await interleaved({ floor: listTargets.floor, gateway: freshList }, (target) => driveMeasuringCpu(target, { connections: 50, durationS: DURATION_S }));
+  const after = await fullCollections();
+  await fresh.stop();
+  const cpuUs = med(samples, 'cpuUs');
+  const scenario = 'burst: 5 s at 300 conn, then the list at 50';
+  row(scenario, `full collections in ${ROUNDS * DURATION_S} s at 50 conn`, String(after - before), '', 'none or one in a normal process; one every second or so in a process the burst left collecting');
+  row(scenario, 'CPU per request', `${cpuUs.gateway.toFixed(0)} µs`, `floor ${cpuUs.floor.toFixed(0)} µs`, `${(cpuUs.gateway / cpuUs.floor).toFixed(2)}× floor`);
 }
 
 // ---------------------------------------------------------------------------------------------------

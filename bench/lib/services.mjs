@@ -162,6 +162,7 @@ export async function startGateway(env, { wrapper = [], readyMs = 15_000 } = {})
   return {
     child,
     url: `http://127.0.0.1:${port}`,
+    adminUrl: admin,
     /** Gauges and counters of the admin /metrics, by name (first sample of each). */
     async metrics() {
       const { body } = await get(`${admin}/metrics`);
