@@ -37,7 +37,7 @@ type AllLocals = { [K in keyof Required<Express.Locals>]: Express.Locals[K] | un
  * A request's locals, every field present from the start and always in the same order, so that all
  * requests' locals share one hidden class and each step's reads and writes are plain loads and
  * stores. Express's own `res.locals` is `Object.create(null)`, which V8 keeps as a hash table: with
- * it, the gateway cost about 10% more CPU per request (bench/RESULTS.md, 2026-11-23 fifth session).
+ * it, the gateway used 5 to 13% more CPU per request (bench/RESULTS.md, 2026-11-23 fifth session).
  * A field added to `Locals` above must be added here, or this does not compile.
  */
 export function createRequestLocals(policy: CompiledPolicy, requestId: string, startedAt: number): Express.Locals {
