@@ -193,9 +193,12 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): RequestHandl
 
   // Host names the upstream, whatever the client sent; set with the other headers (httpxy's
   // changeOrigin would work it out again on every request).
-  const upstreamHost = new URL(options.target).host;
+  const target = new URL(options.target);
+  const upstreamHost = target.host;
   const proxy = createProxyMiddleware({
-    target: options.target,
+    // Parsed once here: given the string, http-proxy-middleware and httpxy would each parse it
+    // again for every request.
+    target,
     agent: options.agent,
     selfHandleResponse: true,
     ejectPlugins: true,

@@ -1,3 +1,5 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
 import nock from 'nock';
 import request from 'supertest';
@@ -14,7 +16,7 @@ let key: string;
 
 beforeAll(() => {
   nock.disableNetConnect();
-  nock.enableNetConnect(/127\.0\.0\.1|localhost|\[::1\]/);
+  nock.enableNetConnect(/127\.0\.0\.1|localhost|\[::1\]|^::1:/);
 });
 afterAll(() => nock.enableNetConnect());
 
@@ -89,6 +91,29 @@ describe('proxying an allowed request (nock upstream)', () => {
     expect(res.headers['content-type']).toBe(JSON_TYPE);
     expect(res.text).toBe(t.policy.catalogueBody.toString());
     expect(res.body.permissions).toContainEqual({ name: 'eod_list', description: 'List End-of-Day statements' });
+  });
+
+  it('reaches an upstream named by an IPv6 literal, with its Host and the path unchanged', async () => {
+    const seen: { url?: string; host?: string; acquirer?: string | string[] } = {};
+    const upstream = http.createServer((req, res) => {
+      Object.assign(seen, { url: req.url, host: req.headers.host, acquirer: req.headers['x-acquirer-id'] });
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end('{"eod_statements":[]}');
+    });
+    await new Promise<void>((resolve) => upstream.listen(0, '::1', resolve));
+    const port = (upstream.address() as AddressInfo).port;
+    const v6 = await createTestApp({ upstreamUrl: `http://[::1]:${port}` });
+    try {
+      const { key: v6key } = await v6.addKey({ acquirer_id: 'acq_6' });
+      const res = await request(v6.app).get(`${LIST}?page=2`).set('Authorization', `Bearer ${v6key}`);
+      expect(res.status).toBe(200);
+      expect(res.text).toBe('{"eod_statements":[]}');
+      expect(seen).toEqual({ url: `${LIST}?page=2`, host: `[::1]:${port}`, acquirer: 'acq_6' });
+    } finally {
+      v6.close();
+      upstream.closeAllConnections();
+      await new Promise((resolve) => upstream.close(resolve));
+    }
   });
 });
 
