@@ -6,6 +6,7 @@ import type { Config } from './config/env.js';
 import type { Logger } from './logger.js';
 import { createPrimaryProcessMetrics } from './observability/metrics.js';
 import { WorkerSums, type WorkerMetrics } from './observability/worker-sums.js';
+import { RestartPacer } from './restart-pacer.js';
 import type { RunningGateway } from './server.js';
 
 /**
@@ -68,8 +69,11 @@ export class WorkerStartError extends Error {}
  * drained. Rejects with WorkerStartError when a worker cannot start (its own error is on stderr).
  */
 export async function runPrimary(config: Config, logger: Logger): Promise<void> {
-  /** Each live worker, and whether it has said it listens. */
-  const workers = new Map<Worker, boolean>();
+  /** Each live worker, and when it said it listens (performance.now()); undefined while it starts. */
+  const workers = new Map<Worker, number | undefined>();
+  const pacer = new RestartPacer();
+  /** Replacements waiting out a pause (see RestartPacer); a shutdown cancels them. */
+  const pausedReplacements = new Set<NodeJS.Timeout>();
   const pending = new Map<number, (answer: Message & { type: 'answer' }) => void>();
   let phase: 'starting' | 'running' | 'stopping' = 'starting';
   let askId = 0;
@@ -77,7 +81,7 @@ export async function runPrimary(config: Config, logger: Logger): Promise<void> 
 
   /** Asks each listening worker; resolves to each one asked, with its answer, or null when none came in time. */
   const askAll = async (type: 'readiness' | 'metrics') => {
-    const asked = [...workers].filter(([w, listening]) => listening && w.isConnected()).map(([w]) => w);
+    const asked = [...workers].filter(([w, since]) => since !== undefined && w.isConnected()).map(([w]) => w);
     const answers = await Promise.all(
       asked.map(
         (worker) =>
@@ -126,14 +130,14 @@ export async function runPrimary(config: Config, logger: Logger): Promise<void> 
 
   const fork = () => {
     const worker = cluster.fork();
-    workers.set(worker, false);
+    workers.set(worker, undefined);
     // A send to a worker that has just died fails here, not as an uncaught exception.
     worker.on('error', (err) => logger.warn({ err, pid: worker.process.pid }, 'worker channel error'));
     worker.on('message', (message: unknown) => {
       if (!isMessage(message)) return;
       if (message.type === 'answer') pending.get(message.id)?.(message);
       else if (message.type === 'ready') {
-        workers.set(worker, true);
+        workers.set(worker, performance.now());
         // Forked while a shutdown was beginning: it never heard the order.
         if (phase === 'stopping') worker.send({ tag: TAG, type: 'shutdown' } satisfies Message);
       }
@@ -163,9 +167,11 @@ export async function runPrimary(config: Config, logger: Logger): Promise<void> 
       phase = 'stopping';
       logger.info({ reason, workers: workers.size }, 'shutting down: every worker drains its requests');
       const gone = [...workers.keys()].map((w) => new Promise<void>((resolve) => (w.isDead() ? resolve() : w.once('exit', () => resolve()))));
-      for (const [worker, isListening] of workers) {
+      for (const timer of pausedReplacements) clearTimeout(timer);
+      pausedReplacements.clear();
+      for (const [worker, since] of workers) {
         // One still starting has no handler yet: it serves nothing, so a plain SIGTERM ends it.
-        if (!isListening) worker.process.kill('SIGTERM');
+        if (since === undefined) worker.process.kill('SIGTERM');
         else if (worker.isConnected()) worker.send({ tag: TAG, type: 'shutdown' } satisfies Message);
       }
       // Each worker keeps its own deadline (SHUTDOWN_TIMEOUT_MS); this one is for a worker that hangs.
@@ -185,14 +191,14 @@ export async function runPrimary(config: Config, logger: Logger): Promise<void> 
   };
 
   cluster.on('exit', (worker, code, signal) => {
-    const wasListening = workers.get(worker) === true;
+    const listeningSince = workers.get(worker);
     workers.delete(worker);
     sums.retire(worker);
     if (phase === 'stopping') {
       if (code !== 0 && code !== null) failedExits++;
       return;
     }
-    if (!wasListening) {
+    if (listeningSince === undefined) {
       // At start-up, listening() reports it. Later, a replacement that cannot start would be
       // replaced for ever: stop instead.
       if (phase === 'running') {
@@ -201,8 +207,19 @@ export async function runPrimary(config: Config, logger: Logger): Promise<void> 
       }
       return;
     }
-    const replacement = fork();
-    logger.error({ pid: worker.process.pid, code, signal, replacement_pid: replacement.process.pid }, 'worker died: replaced');
+    const died = { pid: worker.process.pid, code, signal, lived_ms: Math.round(performance.now() - listeningSince) };
+    const pauseMs = pacer.pauseAfter(died.lived_ms);
+    const replace = () => {
+      const replacement = fork();
+      logger.error({ ...died, replacement_pid: replacement.process.pid }, 'worker died: replaced');
+    };
+    if (pauseMs === 0) return replace();
+    logger.error({ ...died, pause_ms: pauseMs }, 'worker died soon after it started: replacing it after a pause');
+    const timer = setTimeout(() => {
+      pausedReplacements.delete(timer);
+      replace();
+    }, pauseMs);
+    pausedReplacements.add(timer);
   });
 
   let signalled = false;
@@ -218,7 +235,7 @@ export async function runPrimary(config: Config, logger: Logger): Promise<void> 
   process.on('SIGTERM', () => onSignal('SIGTERM'));
   process.on('SIGINT', () => onSignal('SIGINT'));
   process.on('SIGHUP', () => {
-    for (const [worker, isListening] of workers) if (isListening && worker.isConnected()) worker.send({ tag: TAG, type: 'reload' } satisfies Message);
+    for (const [worker, since] of workers) if (since !== undefined && worker.isConnected()) worker.send({ tag: TAG, type: 'reload' } satisfies Message);
   });
 
   const first = Array.from({ length: config.workers }, fork);

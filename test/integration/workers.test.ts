@@ -136,6 +136,35 @@ describe('WORKERS=2', () => {
     }
   }, 40_000);
 
+  it('pauses before replacing workers that keep dying soon after they start: 1 s, then 2 s', async () => {
+    const { key } = await createKey(env, { acquirer: 'acq_workers', permissions: ['eod_list', 'eod_read'] });
+    const g = await startServe({ ...env, WORKERS: '2' });
+    try {
+      const time = (e: Record<string, unknown>) => e.time as number;
+      const killAndWaitForReplacement = async (victim: number) => {
+        process.kill(victim, 'SIGKILL');
+        const paused = await waitFor(() => logEntries(g).find((e) => e.msg === 'worker died soon after it started: replacing it after a pause' && e.pid === victim), {
+          timeoutMs: 10_000,
+          what: `the pause after ${victim} died`,
+        });
+        const replaced = await waitFor(() => logEntries(g).find((e) => e.msg === 'worker died: replaced' && e.pid === victim), { timeoutMs: 10_000, what: `${victim}'s replacement` });
+        // The replacement is forked only after the pause (both times are the primary's own clock).
+        expect(time(replaced) - time(paused)).toBeGreaterThanOrEqual((paused.pause_ms as number) - 5);
+        return { paused, replacement: replaced.replacement_pid as number };
+      };
+      const [first] = workerPids(g) as [number, number];
+      const one = await killAndWaitForReplacement(first);
+      expect(one.paused).toMatchObject({ pid: first, signal: 'SIGKILL', pause_ms: 1_000 });
+      await waitFor(() => logEntries(g).some((e) => e.msg === 'worker listening' && e.pid === one.replacement), { timeoutMs: 10_000, what: 'the replacement to listen' });
+      const two = await killAndWaitForReplacement(one.replacement);
+      expect(two.paused).toMatchObject({ pid: one.replacement, pause_ms: 2_000 });
+      await waitFor(async () => (await request(g.adminUrl, '/readyz')).status === 200, { timeoutMs: 10_000, what: 'readiness after the pauses' });
+      expect(await burst(g, key, 10)).toEqual(Array(10).fill(200));
+    } finally {
+      expect(await g.stop()).toBe(0);
+    }
+  }, 40_000);
+
   it('keeps the summed counters from going backwards when a worker stops answering or dies', async () => {
     const { key } = await createKey(env, { acquirer: 'acq_workers', permissions: ['eod_list', 'eod_read'] });
     const g = await startServe({ ...env, WORKERS: '2' });
