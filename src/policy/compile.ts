@@ -1,5 +1,5 @@
 import { isErrorStatus, type ErrorStatus } from '../errors/codes.js';
-import { HOP_BY_HOP, NEVER_FORWARDED } from '../proxy/forward-headers.js';
+import { neverForwarded } from '../proxy/forward-headers.js';
 import type { PolicyDocument } from './schema.js';
 import { compileTemplate, overlappingPath, TemplateError, type CompiledTemplate } from './template.js';
 
@@ -41,12 +41,10 @@ export interface PolicyProblem {
 export type CompileResult = { ok: true; policy: CompiledPolicy } | { ok: false; problems: PolicyProblem[] };
 
 /**
- * Headers the gateway itself controls or strips, or that change how a request is framed or routed;
- * the policy cannot name one of them as the identity header.
+ * Headers the gateway itself controls, or that change how a request is framed or routed; the policy
+ * cannot name one of them, nor one the gateway strips (neverForwarded), as the identity header.
  */
 const RESERVED_HEADERS = new Set([
-  ...HOP_BY_HOP,
-  ...NEVER_FORWARDED,
   'host', 'content-length', 'content-type', 'content-encoding', 'cookie', 'max-forwards', 'range',
   'if-range', 'x-request-id',
 ]);
@@ -60,7 +58,7 @@ export function compilePolicy(doc: PolicyDocument, contentHash: string): Compile
   const problem = (path: (string | number)[], message: string) => problems.push({ path, message });
 
   const acquirerHeader = doc.acquirer_header.toLowerCase();
-  if (RESERVED_HEADERS.has(acquirerHeader)) {
+  if (RESERVED_HEADERS.has(acquirerHeader) || neverForwarded(acquirerHeader)) {
     problem(['acquirer_header'], `"${doc.acquirer_header}" is a header the gateway controls; choose another`);
   }
 

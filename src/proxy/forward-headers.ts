@@ -8,17 +8,28 @@ export const HOP_BY_HOP = new Set([
 
 /**
  * Request headers that must not reach the upstream as the client wrote them: the credential (the
- * upstream trusts the acquirer header instead), forwarding-chain claims the client could forge, and
- * method or URL overrides that would make the upstream act on something the policy did not judge.
+ * upstream trusts the acquirer header instead), claims about the client's address or the host and
+ * URL it asked for, which the client could forge, and method or URL overrides that would make the
+ * upstream act on something the policy did not judge. Matched in every spelling (see neverForwarded).
  */
 export const NEVER_FORWARDED = new Set([
   // `expect`: the gateway already answered any expectation; forwarded, it would also stop httpxy
   // from reporting the upstream request, which the timeout needs in order to cancel it.
   'authorization', 'expect', 'forwarded', 'x-forwarded-for', 'x-forwarded-host', 'x-forwarded-proto',
   'x-forwarded-port', 'x-forwarded-prefix', 'x-forwarded-server', 'x-real-ip', 'x-client-ip',
-  'x-original-url', 'x-rewrite-url', 'x-original-uri', 'x-http-method-override', 'x-http-method',
-  'x-method-override',
+  'client-ip', 'true-client-ip', 'x-cluster-client-ip', 'cf-connecting-ip', 'fastly-client-ip',
+  'x-host', 'x-original-url', 'x-rewrite-url', 'x-original-uri', 'x-http-method-override',
+  'x-http-method', 'x-method-override',
+  // CGI-style servers turn it into HTTP_PROXY, which HTTP clients read as their proxy ("httpoxy").
+  'proxy',
 ]);
+
+/**
+ * Families named by their folded prefix, whatever follows: every `X-Forwarded-…` (`-Ssl`, `-Scheme`,
+ * `-Uri`, …) and `X-Original-…` (`-Host`, `-Method`, …) header claims something about the request
+ * that only a proxy in front of the gateway could know.
+ */
+const NEVER_FORWARDED_FOLDED_PREFIXES = ['xforwarded', 'xoriginal'];
 
 /**
  * Remembers a pure function's answers for the few distinct strings real traffic repeats (header
@@ -38,8 +49,20 @@ function memo<T>(fn: (text: string) => T, max = 1024): (text: string) => T {
   };
 }
 
-/** Upper case, and `_`, `.` and `-` removed: how lenient servers and CGI-style frameworks fold names. */
+/** Lower case, and `_`, `.` and `-` removed: how lenient servers and CGI-style frameworks fold names. */
 const foldName = memo((name: string) => name.replace(/[-_.]/g, '').toLowerCase());
+
+const NEVER_FORWARDED_FOLDED = new Set([...HOP_BY_HOP, ...NEVER_FORWARDED].map(foldName));
+
+/**
+ * Whether a request header is dropped on the way upstream, in any spelling: compared folded, since a
+ * CGI-style server reads `X_Forwarded_For` (and `X.Forwarded.For`) as `X-Forwarded-For`, and one
+ * that did not would still see the header.
+ */
+export const neverForwarded = memo((name: string): boolean => {
+  const folded = foldName(name);
+  return NEVER_FORWARDED_FOLDED.has(folded) || NEVER_FORWARDED_FOLDED_PREFIXES.some((prefix) => folded.startsWith(prefix));
+});
 
 const NO_TOKENS: ReadonlySet<string> = new Set();
 const parseTokens = memo((value: string): ReadonlySet<string> => {
@@ -71,8 +94,7 @@ export function buildUpstreamHeaders(
   const nominated = connectionTokens(incoming.connection);
   const outgoing: OutgoingHttpHeaders = {};
   for (const name of Object.keys(incoming)) {
-    if (HOP_BY_HOP.has(name) || NEVER_FORWARDED.has(name) || nominated.has(name)) continue;
-    if (foldName(name) === identity) continue;
+    if (neverForwarded(name) || nominated.has(name) || foldName(name) === identity) continue;
     outgoing[name] = incoming[name];
   }
   outgoing[acquirerHeader] = acquirerId;

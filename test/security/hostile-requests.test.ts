@@ -142,6 +142,12 @@ const GROUPS: Record<string, HostileCase[]> = {
     { name: 'Connection nominates a custom header', request: (k) => get(LIST, auth(k.acq1), 'Connection: X-Secret', 'X-Secret: 1'), ...ok(LIST) },
     { name: 'Forwarded', request: (k) => get(LIST, auth(k.acq1), 'Forwarded: for=10.0.0.1;host=internal'), ...ok(LIST) },
     { name: 'X-Forwarded-*', request: (k) => get(LIST, auth(k.acq1), 'X-Forwarded-For: 10.0.0.1', 'X-Forwarded-Host: internal', 'X-Forwarded-Proto: https'), ...ok(LIST) },
+    {
+      name: 'forwarding claims in CGI spellings, other X-Forwarded-* and X-Original-*, Proxy',
+      request: (k) =>
+        get(LIST, auth(k.acq1), 'X_Forwarded_For: 10.0.0.1', 'X.Forwarded.Proto: https', 'X-Forwarded-Ssl: on', 'X-Forwarded-Uri: /admin', 'X_Original_URL: /admin', 'X-Original-Host: internal', 'X_Real_IP: 10.0.0.1', 'X-HTTP-Method_Override: DELETE', 'Proxy: http://evil.example', 'True-Client-IP: 10.0.0.1', 'Transfer_Encoding: chunked'),
+      ...ok(LIST),
+    },
     { name: 'X-Real-IP', request: (k) => get(LIST, auth(k.acq1), 'X-Real-IP: 10.0.0.1'), ...ok(LIST) },
     { name: 'X-Original-URL', request: (k) => get(LIST, auth(k.acq1), 'X-Original-URL: /admin'), ...ok(LIST) },
     { name: 'X-Rewrite-URL', request: (k) => get(LIST, auth(k.acq1), 'X-Rewrite-URL: /admin'), ...ok(LIST) },
@@ -266,9 +272,12 @@ describe.each(Object.keys(GROUPS))('%s', (group) => {
     const identity = forwarded!.headerLines.filter((l) => l.slice(0, l.indexOf(':')).replace(/[-_.]/g, '').toLowerCase() === 'xacquirerid');
     expect(identity).toEqual([`x-acquirer-id: ${hostile.upstream.acquirer}`]);
     expect(rawHeaderValues(forwarded!, 'authorization')).toEqual([]);
-    for (const name of ['forwarded', 'x-forwarded-for', 'x-forwarded-host', 'x-forwarded-proto', 'x-real-ip', 'x-original-url', 'x-rewrite-url', 'x-http-method-override', 'te', 'keep-alive', 'proxy-connection', 'x-secret', 'upgrade', 'transfer-encoding']) {
+    for (const name of ['forwarded', 'x-forwarded-for', 'x-forwarded-host', 'x-forwarded-proto', 'x-real-ip', 'x-original-url', 'x-rewrite-url', 'x-http-method-override', 'te', 'keep-alive', 'proxy-connection', 'x-secret', 'upgrade', 'transfer-encoding', 'proxy', 'true-client-ip']) {
       expect(rawHeaderValues(forwarded!, name)).toEqual([]);
     }
+    // In any spelling a CGI-style upstream would fold into one of them (X_Forwarded_For is X-Forwarded-For to it).
+    const folded = forwarded!.headerLines.map((l) => l.slice(0, l.indexOf(':')).replace(/[-_.]/g, '').toLowerCase());
+    expect(folded.filter((n) => /^x(forwarded|original|realip|httpmethod)|^(forwarded|proxy|trueclientip|transferencoding)$/.test(n))).toEqual([]);
     // The upstream's own name, whatever Host the client sent.
     expect(rawHeaderValues(forwarded!, 'host')).toEqual([new URL(upstream.url).host]);
   });

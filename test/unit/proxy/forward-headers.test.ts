@@ -51,6 +51,18 @@ describe('buildUpstreamHeaders', () => {
     expect(out).toEqual({ 'user-agent': 'curl/8', accept: '*/*', 'x-acquirer-id': 'acq_1', 'x-request-id': 'req-1' });
   });
 
+  it('drops forwarding claims in every spelling, every X-Forwarded- and X-Original- header, and Proxy', () => {
+    const claims = [
+      'x_forwarded_for', 'x.forwarded.proto', 'xforwardedhost', 'x-forwarded-ssl', 'x-forwarded-scheme', 'x-forwarded-uri',
+      'x-forwarded-path', 'x_original_url', 'x-original-host', 'x-original-method', 'x-http-method_override', 'x_real_ip',
+      'proxy', 'client-ip', 'true-client-ip', 'x-cluster-client-ip', 'cf-connecting-ip', 'fastly-client-ip', 'x-host',
+      'transfer_encoding', 'keep.alive', 'proxy_authorization',
+    ];
+    const out = buildUpstreamHeaders({ ...Object.fromEntries(claims.map((n) => [n, 'forged'])), accept: '*/*', 'x-forwardedness': 'kept?' }, 'x-acquirer-id', 'acq_1', 'req-1');
+    // 'x-forwardedness' folds to a name that begins with "xforwarded": dropped too, by design.
+    expect(out).toEqual({ accept: '*/*', 'x-acquirer-id': 'acq_1', 'x-request-id': 'req-1' });
+  });
+
   it('a Connection header cannot nominate the identity header away after it is set', () => {
     const out = buildUpstreamHeaders({ connection: 'x-acquirer-id' }, 'x-acquirer-id', 'acq_1', 'req-1');
     expect(out).toEqual({ 'x-acquirer-id': 'acq_1', 'x-request-id': 'req-1' });
