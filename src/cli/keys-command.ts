@@ -12,6 +12,7 @@ import {
 import { KeyDisabledError, KeyNotFoundError, type KeyStore } from '../keys/key-store.js';
 import { DEFAULT_REDIS_KEY_PREFIX, RedisKeyStore } from '../keys/redis-key-store.js';
 import { familyCoveredWhole, parseCidr } from '../net/ip-allowlist.js';
+import { redactSecrets } from '../observability/redact.js';
 import { CommandError, UsageError } from './usage-error.js';
 
 export const KEYS_USAGE = `usage:
@@ -84,6 +85,18 @@ function parse(args: string[], options: ParseArgsOptionsConfig, positionals: num
   return { values: parsed.values as Record<string, string | undefined>, positionals: parsed.positionals };
 }
 
+/**
+ * The key id a command names. An operator who pastes the API key itself instead gets a usage error
+ * that does not repeat it, before it is looked up: as a lookup it would have gone to Redis as part of
+ * a key name, and come back in "no key with id …".
+ */
+function keyIdArgument(text: string): string {
+  if (/acquirer_/i.test(text) || redactSecrets(text) !== text) {
+    throw new UsageError('expected a key id (key_…), and this argument is shaped like an API key: it was not looked up or printed. `keys list --acquirer <id>` shows the ids');
+  }
+  return text;
+}
+
 function redisTarget(url: string): string {
   try {
     const u = new URL(url);
@@ -130,6 +143,7 @@ export async function keysCommand(args: string[], ctx: KeysContext): Promise<voi
     }
     case 'update': {
       const { values, positionals } = parse(rest, { permissions: { type: 'string' }, 'allow-ip': { type: 'string' }, 'allow-any-ip': { type: 'boolean' } }, 1);
+      const id = keyIdArgument(positionals[0]!);
       const anyIp = (values['allow-any-ip'] as unknown as boolean | undefined) === true;
       if (anyIp && values['allow-ip'] !== undefined) throw new UsageError('update: --allow-ip and --allow-any-ip contradict each other');
       if (values.permissions === undefined && values['allow-ip'] === undefined && !anyIp) {
@@ -140,19 +154,21 @@ export async function keysCommand(args: string[], ctx: KeysContext): Promise<voi
         ...(values['allow-ip'] !== undefined ? { allowed_ips: validAllowedIps(values['allow-ip']) } : {}),
         ...(anyIp ? { allowed_ips: [] } : {}),
       };
-      run = async (store) => print(await store.update(positionals[0]!, changes));
+      run = async (store) => print(await store.update(id, changes));
       break;
     }
     case 'disable': {
       const { positionals } = parse(rest, {}, 1);
-      run = async (store) => print(await store.disable(positionals[0]!, now()));
+      const id = keyIdArgument(positionals[0]!);
+      run = async (store) => print(await store.disable(id, now()));
       break;
     }
     case 'show': {
       const { positionals } = parse(rest, {}, 1);
+      const id = keyIdArgument(positionals[0]!);
       run = async (store) => {
-        const record = await store.findById(positionals[0]!);
-        if (record === null) throw new KeyNotFoundError(positionals[0]!);
+        const record = await store.findById(id);
+        if (record === null) throw new KeyNotFoundError(id);
         print(record);
       };
       break;

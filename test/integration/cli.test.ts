@@ -84,6 +84,19 @@ describe('keys show, update, disable, list', () => {
     }
   });
 
+  it('refuses an API key pasted where its id belongs, without repeating it or acting on it', async () => {
+    const { id, key } = JSON.parse((await runCli(['keys', 'create', '--acquirer', 'acq_paste', '--permissions', 'eod_list'], env)).stdout);
+    const body = key.slice('acquirer_key_'.length);
+    for (const args of [['show', key], ['disable', key], ['update', key, '--permissions', 'eod_list,eod_read'], ['show', `acquirer%5Fkey_${body}`]]) {
+      const result = await runCli(['keys', ...args], env);
+      expect(result.code).toBe(2);
+      expect(result.stdout).toBe('');
+      expect(result.stderr).toMatch(/expected a key id \(key_…\), and this argument is shaped like an API key: it was not looked up or printed/);
+      expect(result.stderr).not.toContain(body.slice(0, 16));
+    }
+    expect(JSON.parse((await runCli(['keys', 'show', id], env)).stdout)).toMatchObject({ id, permissions: ['eod_list'], disabled_at: null });
+  });
+
   it('update needs something to change; usage errors exit 2', async () => {
     expect((await runCli(['keys', 'update', 'key_x'], env)).code).toBe(2);
     expect((await runCli(['keys', 'update', 'key_x', '--allow-ip', ''], env)).stderr).toMatch(/no address given/);

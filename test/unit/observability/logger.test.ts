@@ -106,6 +106,33 @@ describe('flat records (the access log)', () => {
     expect(JSON.parse(lines[0]!)).toMatchObject({ path: '/v1/x?api_key=acquirer_key_[redacted]', key: '[redacted]', note: 'say "hi"\n', msg: 'msg acquirer_key_[redacted]' });
   });
 
+  it('lose a key however it is percent-encoded, and whatever the case of its prefix', () => {
+    const { lines, stream } = capture();
+    const logger = createLogger('info', stream);
+    const body = KEY.slice('acquirer_key_'.length);
+    const hex = (c: string) => '%' + c.charCodeAt(0).toString(16).toUpperCase();
+    const paths = [
+      `/v1/x?api_key=acquirer%5Fkey_${body}`, // the prefix's underscore encoded
+      `/v1/x?k=${KEY.slice(0, 20)}%2D${body.slice(7)}`, // a character of the body encoded
+      `/v1/x?k=${[...KEY].map(hex).join('')}`, // every character encoded
+      `/v1/x?k=acquirer%255Fkey_${body}`, // encoded twice
+      `/v1/x?k=ACQUIRER_KEY_${body}`, // the prefix in upper case
+    ];
+    for (const path of paths) logger.flat('info', { path }, 'request');
+    expect(lines).toHaveLength(paths.length);
+    for (const line of lines) {
+      expect(line).not.toContain(body.slice(10, 30));
+      expect(line).not.toContain(body.slice(10, 30).split('').map(hex).join(''));
+    }
+    expect(lines.map((l) => JSON.parse(l).path)).toEqual([
+      '[redacted: holds a percent-encoded key]',
+      '/v1/x?k=acquirer_key_[redacted]',
+      '[redacted: holds a percent-encoded key]',
+      '[redacted: holds a percent-encoded key]',
+      '/v1/x?k=acquirer_key_[redacted]',
+    ]);
+  });
+
   it('are left out below the logger\'s level', () => {
     const { lines, stream } = capture();
     const logger = createLogger('warn', stream);
