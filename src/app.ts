@@ -17,7 +17,7 @@ export interface AppDeps {
   readonly policy: () => CompiledPolicy;
   readonly resolver: KeyResolver;
   readonly trustedProxies: IpAllowlist | null;
-  readonly upstream: { readonly url: string; readonly timeoutMs: number; readonly agent: http.Agent; readonly collectYoung?: CollectYoung | undefined };
+  readonly upstream: { readonly url: string; readonly timeoutMs: number; readonly idleTimeoutMs: number; readonly agent: http.Agent; readonly collectYoung?: CollectYoung | undefined };
   readonly logger: Logger;
   readonly metrics: GatewayMetrics;
 }
@@ -33,6 +33,7 @@ export function createApp(deps: AppDeps): Express {
   const proxy = createUpstreamProxy({
     target: deps.upstream.url,
     timeoutMs: deps.upstream.timeoutMs,
+    idleTimeoutMs: deps.upstream.idleTimeoutMs,
     agent: deps.upstream.agent,
     logger: deps.logger,
     collectYoung: deps.upstream.collectYoung,

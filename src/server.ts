@@ -76,7 +76,7 @@ export async function startGateway(config: Config, { logger, keyStore, worker = 
     policy: () => policy.current,
     resolver,
     trustedProxies: config.trustedProxyList,
-    upstream: { url: config.upstreamUrl, timeoutMs: config.upstreamTimeoutMs, agent, collectYoung },
+    upstream: { url: config.upstreamUrl, timeoutMs: config.upstreamTimeoutMs, idleTimeoutMs: config.streamIdleTimeoutMs, agent, collectYoung },
     logger,
     metrics,
   });

@@ -77,7 +77,7 @@ export function createMetrics(): GatewayMetrics {
     }),
     upstreamErrors: new BatchedCounter({
       name: `${prefix}upstream_errors_total`,
-      help: 'Upstream requests that failed, by kind (refused, reset, timeout, unresolvable, protocol, other).',
+      help: 'Upstream requests that failed, by kind (refused, reset, timeout, unresolvable, protocol, stalled, other).',
       labelNames: ['kind'],
       registers,
     }),

@@ -1,5 +1,5 @@
 /** How an upstream request failed; a metric label, so a closed set. */
-export type UpstreamErrorKind = 'refused' | 'reset' | 'timeout' | 'unresolvable' | 'protocol' | 'other';
+export type UpstreamErrorKind = 'refused' | 'reset' | 'timeout' | 'unresolvable' | 'protocol' | 'stalled' | 'other';
 
 /** Classifies a socket or parser error from the upstream request. Pure. */
 export function classifyUpstreamError(err: unknown): UpstreamErrorKind {

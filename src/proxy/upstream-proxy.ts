@@ -17,6 +17,8 @@ export interface UpstreamProxyOptions {
   readonly target: string;
   /** Time allowed until the upstream's response headers arrive; then 504. */
   readonly timeoutMs: number;
+  /** Once the answer streams: nothing passing to the client for this long cuts it (see watchForStall). */
+  readonly idleTimeoutMs: number;
   readonly agent: http.Agent;
   readonly logger: Logger;
   /** Frees the dead read buffers of streamed bodies every few MiB (streamed-memory.ts); none: left to V8. */
@@ -33,6 +35,7 @@ export function createUpstreamAgent(target: string, maxSockets: number): http.Ag
 
 /** One upstream exchange, kept on `res.locals.upstream` (a WeakMap would cost the collector per request). */
 export interface InFlight {
+  /** Until the upstream's headers arrive, the deadline for them; then the stall watch. */
   timer: NodeJS.Timeout | undefined;
   /** performance.now() when the request was forwarded. */
   startedAt: number;
@@ -102,6 +105,37 @@ function discard(body: IncomingMessage): void {
 }
 
 /**
+ * Once an answer streams, an exchange on which nothing moves for `idleMs` is cut: a client that
+ * stopped reading, or an upstream that stopped sending, would otherwise hold a pooled upstream
+ * connection for as long as the client keeps its own open, and a few hundred such clients would
+ * hold them all. Progress is the client connection's bytes written, compared when the timer fires:
+ * no work per chunk, and one timer per request, the one that waited for the headers.
+ */
+function watchForStall(res: Response, proxyRes: IncomingMessage, state: InFlight, idleMs: number, logger: Logger): void {
+  const socket = res.socket;
+  if (socket === null) return;
+  let written = socket.bytesWritten;
+  const timer = setTimeout(() => {
+    if (socket.bytesWritten !== written) {
+      written = socket.bytesWritten;
+      timer.refresh();
+      return;
+    }
+    // Bytes waiting for the client: it stopped reading. None: the upstream stopped sending.
+    const stalled = socket.writableLength > 0 ? 'client' : 'upstream';
+    logger.warn({ stalled, idle_ms: idleMs, route: res.locals.route?.id, request_id: res.locals.requestId }, 'a streaming answer stalled: connections cut');
+    if (stalled === 'upstream') {
+      res.locals.upstreamErrorKind = 'stalled';
+      proxyRes.destroy();
+    }
+    // The client's connection first: httpxy then cancels the upstream request, and its connection
+    // leaves the pool rather than going back to it mid-answer.
+    res.destroy();
+  }, idleMs);
+  state.timer = timer;
+}
+
+/**
  * Forwards an allowed request: the path exactly as matched, the query unchanged, headers filtered
  * and the acquirer header set from the key. Responses stream back (flat memory for any size);
  * error statuses, failures and timeouts become documented gateway errors.
@@ -157,6 +191,7 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): RequestHandl
       });
       proxyRes.pipe(res);
       watchStreamedBody?.(proxyRes);
+      watchForStall(res as Response, proxyRes, state, options.idleTimeoutMs, options.logger);
     });
 
     proxyServer.on('error', (err: Error, req?: IncomingMessage, res?: ServerResponse | Socket) => {

@@ -23,6 +23,7 @@ export interface TestApp {
 export async function createTestApp(options: {
   upstreamUrl: string;
   upstreamTimeoutMs?: number;
+  streamIdleTimeoutMs?: number;
   trustedProxies?: IpAllowlist | null;
   policy?: CompiledPolicy;
   collectYoung?: () => void;
@@ -35,7 +36,7 @@ export async function createTestApp(options: {
     policy: () => policy,
     resolver,
     trustedProxies: options.trustedProxies ?? null,
-    upstream: { url: options.upstreamUrl, timeoutMs: options.upstreamTimeoutMs ?? 5000, agent, collectYoung: options.collectYoung },
+    upstream: { url: options.upstreamUrl, timeoutMs: options.upstreamTimeoutMs ?? 5000, idleTimeoutMs: options.streamIdleTimeoutMs ?? 5000, agent, collectYoung: options.collectYoung },
     logger: silentLogger,
     metrics: createMetrics(),
   });

@@ -42,7 +42,7 @@ beforeAll(async () => {
     policy: () => policy,
     resolver,
     trustedProxies: null,
-    upstream: { url: upstream.url, timeoutMs: 5000, agent },
+    upstream: { url: upstream.url, timeoutMs: 5000, idleTimeoutMs: 5000, agent },
     logger: silentLogger,
     metrics: createMetrics(),
   });

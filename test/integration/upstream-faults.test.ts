@@ -76,6 +76,17 @@ function faultyUpstream(): net.Server {
         case 'truncated':
           socket.write('HTTP/1.1 200 OK\r\nContent-Type: text/csv\r\nContent-Length: 1000\r\n\r\n' + 'x'.repeat(100));
           return void setImmediate(() => socket.destroy());
+        case 'endless-200': {
+          // As fast as the connection takes it, for ever: only backpressure slows it.
+          socket.on('close', () => upstreamClosed.push('endless-200'));
+          socket.write('HTTP/1.1 200 OK\r\nContent-Type: text/csv\r\nTransfer-Encoding: chunked\r\n\r\n');
+          const chunk = `10000\r\n${'x'.repeat(0x10000)}\r\n`;
+          const pump = () => {
+            while (!socket.destroyed && socket.write(chunk));
+          };
+          socket.on('drain', pump);
+          return void pump();
+        }
         case 'slow-stream':
           socket.write('HTTP/1.1 200 OK\r\nContent-Type: text/csv\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n');
           socket.on('close', () => upstreamClosed.push('slow-stream'));
@@ -94,8 +105,8 @@ beforeAll(async () => {
   faultyPort = (faulty.address() as net.AddressInfo).port;
   const env = { REDIS_URL: redis.url, REDIS_KEY_PREFIX: redis.prefix };
   ({ key } = await createKey(env, { acquirer: 'acq_1', permissions: ['eod_list', 'eod_read'] }));
-  gateway = await startServe({ ...env, UPSTREAM_URL: `http://127.0.0.1:${faultyPort}`, UPSTREAM_TIMEOUT_MS: String(UPSTREAM_TIMEOUT_MS) });
-  onePoolGateway = await startServe({ ...env, UPSTREAM_URL: `http://127.0.0.1:${faultyPort}`, UPSTREAM_MAX_SOCKETS: '1', UPSTREAM_TIMEOUT_MS: '5000' });
+  gateway = await startServe({ ...env, UPSTREAM_URL: `http://127.0.0.1:${faultyPort}`, UPSTREAM_TIMEOUT_MS: String(UPSTREAM_TIMEOUT_MS), STREAM_IDLE_TIMEOUT_MS: '1000' });
+  onePoolGateway = await startServe({ ...env, UPSTREAM_URL: `http://127.0.0.1:${faultyPort}`, UPSTREAM_MAX_SOCKETS: '1', UPSTREAM_TIMEOUT_MS: '5000', STREAM_IDLE_TIMEOUT_MS: '1000' });
   // A port nothing listens on: connection refused.
   closedGateway = await startServe({ ...env, UPSTREAM_URL: `http://127.0.0.1:${await freePort()}` });
 }, 30_000);
@@ -180,6 +191,49 @@ it('a client that goes away cancels its upstream request', async () => {
     req.on('error', (err) => ((err as NodeJS.ErrnoException).code === 'ECONNRESET' ? undefined : reject(err)));
   });
   await waitFor(() => upstreamClosed.includes('slow-stream'), { timeoutMs: 2000, what: 'the upstream connection to close' });
+});
+
+describe('a streaming answer on which nothing moves for STREAM_IDLE_TIMEOUT_MS', () => {
+  it('an upstream that stops sending mid-body: the client sees a truncated answer, the upstream connection is closed', async () => {
+    upstreamClosed.length = 0;
+    const outcome = await new Promise<{ status: number; body: string; complete: boolean }>((resolve) => {
+      http.get({ host: '127.0.0.1', port: gateway.port, path: `${LIST}?mode=slow-stream&stall=upstream`, agent: false, headers: bearer(key) }, (res) => {
+        let body = '';
+        res.on('data', (c: Buffer) => (body += c.toString()));
+        res.on('error', () => {});
+        res.on('close', () => resolve({ status: res.statusCode!, body, complete: res.complete }));
+      });
+    });
+    expect(outcome).toEqual({ status: 200, body: 'hello', complete: false });
+    await waitFor(() => upstreamClosed.includes('slow-stream'), { timeoutMs: 2000, what: 'the upstream connection to close' });
+    const entries = () => gateway.logLines.map((l) => JSON.parse(l) as Record<string, unknown>);
+    const line = await waitFor(() => entries().find((e) => e.msg === 'request' && String(e.path).includes('stall=upstream')), { what: 'the access line' });
+    expect(line).toMatchObject({ level: 40, status: 200, decision: 'aborted', completed: false });
+    expect(entries().find((e) => e.msg === 'a streaming answer stalled: connections cut' && e.request_id === line.request_id)).toMatchObject({ stalled: 'upstream', idle_ms: 1000 });
+    const metrics = (await request(gateway.adminUrl, '/metrics')).body.toString();
+    expect(metrics).toMatch(/^acquirer_gateway_upstream_errors_total\{kind="stalled"\} 1$/m);
+  });
+
+  it('a client that stops reading loses its connection, and the pooled upstream connection it held is freed', async () => {
+    upstreamClosed.length = 0;
+    // Reads the response head, then nothing: the upstream's endless body fills the buffers and stops.
+    const client = net.connect(onePoolGateway.port, '127.0.0.1');
+    client.on('error', () => {});
+    const closed = new Promise<void>((resolve) => client.once('close', () => resolve()));
+    client.write(`GET ${LIST}?mode=endless-200 HTTP/1.1\r\nHost: gateway\r\nAuthorization: Bearer ${key}\r\n\r\n`);
+    await new Promise<void>((resolve) => client.once('data', () => resolve()));
+    client.pause();
+    const entries = () => onePoolGateway.logLines.map((l) => JSON.parse(l) as Record<string, unknown>);
+    await waitFor(() => entries().find((e) => e.msg === 'a streaming answer stalled: connections cut' && e.stalled === 'client'), { timeoutMs: 5000, what: 'the stall line' });
+    await waitFor(() => upstreamClosed.includes('endless-200'), { timeoutMs: 2000, what: 'the upstream connection to close' });
+    // A paused socket notices nothing: reading again, the client finds its connection cut.
+    client.resume();
+    await closed;
+    // UPSTREAM_MAX_SOCKETS=1: served only because the stalled client's connection was given up.
+    const res = await request(onePoolGateway.url, LIST, bearer(key));
+    expect(res.status).toBe(200);
+    expect(res.body.toString()).toBe('{}');
+  });
 });
 
 describe('a pooled connection the upstream closed as it was reused', () => {

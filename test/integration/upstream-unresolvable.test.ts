@@ -31,7 +31,7 @@ it('an unresolvable upstream gives 502 with the documented body, counted as unre
   const metrics = createMetrics();
   const policy = await shippedPolicy();
   const server = http.createServer(
-    createApp({ policy: () => policy, resolver, trustedProxies: null, upstream: { url: 'http://statements.unresolvable.test:8080', timeoutMs: 5000, agent }, logger: silentLogger, metrics }),
+    createApp({ policy: () => policy, resolver, trustedProxies: null, upstream: { url: 'http://statements.unresolvable.test:8080', timeoutMs: 5000, idleTimeoutMs: 5000, agent }, logger: silentLogger, metrics }),
   );
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
   try {
