@@ -117,6 +117,7 @@ describe('flat records (the access log)', () => {
       `/v1/x?k=${[...KEY].map(hex).join('')}`, // every character encoded
       `/v1/x?k=acquirer%255Fkey_${body}`, // encoded twice
       `/v1/x?k=ACQUIRER_KEY_${body}`, // the prefix in upper case
+      `AcQuIrEr_kEy_${body}`, // in mixed case, at the very start
     ];
     for (const path of paths) logger.flat('info', { path }, 'request');
     expect(lines).toHaveLength(paths.length);
@@ -130,6 +131,7 @@ describe('flat records (the access log)', () => {
       '[redacted: holds a percent-encoded key]',
       '[redacted: holds a percent-encoded key]',
       '/v1/x?k=acquirer_key_[redacted]',
+      'acquirer_key_[redacted]',
     ]);
   });
 
