@@ -108,8 +108,9 @@ function discard(body: IncomingMessage): void {
  * Once an answer streams, an exchange on which nothing moves for `idleMs` is cut: a client that
  * stopped reading, or an upstream that stopped sending, would otherwise hold a pooled upstream
  * connection for as long as the client keeps its own open, and a few hundred such clients would
- * hold them all. Progress is the client connection's bytes written, compared when the timer fires:
- * no work per chunk, and one timer per request, the one that waited for the headers.
+ * hold them all. Progress is the client connection's bytes written, compared when the timer fires
+ * (so a stall is cut after one to two periods): no work per chunk. The timer is made when the
+ * headers arrive, as the one that waited for them is cleared, and goes when the response closes.
  */
 function watchForStall(res: Response, proxyRes: IncomingMessage, state: InFlight, idleMs: number, logger: Logger): void {
   const socket = res.socket;
@@ -124,12 +125,13 @@ function watchForStall(res: Response, proxyRes: IncomingMessage, state: InFlight
     // Bytes waiting for the client: it stopped reading. None: the upstream stopped sending.
     const stalled = socket.writableLength > 0 ? 'client' : 'upstream';
     logger.warn({ stalled, idle_ms: idleMs, route: res.locals.route?.id, request_id: res.locals.requestId }, 'a streaming answer stalled: connections cut');
+    // Either way the upstream connection is destroyed, never pooled mid-answer: by hand when it
+    // stalled, else by httpxy, which cancels the upstream request when the client's connection goes.
+    // (Cut by hand for a stalling client, its close would count as an upstream reset.)
     if (stalled === 'upstream') {
       res.locals.upstreamErrorKind = 'stalled';
       proxyRes.destroy();
     }
-    // The client's connection first: httpxy then cancels the upstream request, and its connection
-    // leaves the pool rather than going back to it mid-answer.
     res.destroy();
   }, idleMs);
   state.timer = timer;
