@@ -12,19 +12,14 @@ const MAX_PAUSE_MS = 30_000;
  */
 export class RestartPacer {
   private quickDeaths = 0;
-  private readonly limits: { readonly quickDeathMs: number; readonly firstPauseMs: number; readonly maxPauseMs: number };
-
-  constructor(limits = { quickDeathMs: QUICK_DEATH_MS, firstPauseMs: FIRST_PAUSE_MS, maxPauseMs: MAX_PAUSE_MS }) {
-    this.limits = limits;
-  }
 
   /** Milliseconds to wait before replacing a worker that died `livedMs` after it began listening. */
   pauseAfter(livedMs: number): number {
-    if (livedMs >= this.limits.quickDeathMs) {
+    if (livedMs >= QUICK_DEATH_MS) {
       this.quickDeaths = 0;
       return 0;
     }
     this.quickDeaths++;
-    return Math.min(this.limits.firstPauseMs * 2 ** (this.quickDeaths - 1), this.limits.maxPauseMs);
+    return Math.min(FIRST_PAUSE_MS * 2 ** (this.quickDeaths - 1), MAX_PAUSE_MS);
   }
 }
