@@ -102,12 +102,16 @@ export function buildUpstreamHeaders(
   return outgoing;
 }
 
-/** Response headers passed back to the client: the upstream's, minus hop-by-hop ones, with our request id. */
-export function buildClientHeaders(upstream: IncomingHttpHeaders, requestId: string): OutgoingHttpHeaders {
+/**
+ * Response headers passed back to the client: the upstream's, minus hop-by-hop ones, with our request
+ * id. A 204 has no body and must not claim a length (RFC 9110 §8.6): an upstream's Content-Length on
+ * one is dropped, or a client that trusted it would wait for bytes that never come.
+ */
+export function buildClientHeaders(status: number, upstream: IncomingHttpHeaders, requestId: string): OutgoingHttpHeaders {
   const nominated = connectionTokens(upstream.connection);
   const outgoing: OutgoingHttpHeaders = {};
   for (const name of Object.keys(upstream)) {
-    if (HOP_BY_HOP.has(name) || nominated.has(name)) continue;
+    if (HOP_BY_HOP.has(name) || nominated.has(name) || (status === 204 && name === 'content-length')) continue;
     outgoing[name] = upstream[name];
   }
   outgoing['x-request-id'] = requestId;

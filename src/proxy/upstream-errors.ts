@@ -1,6 +1,14 @@
 /** How an upstream request failed; a metric label, so a closed set. */
 export type UpstreamErrorKind = 'refused' | 'reset' | 'timeout' | 'unresolvable' | 'protocol' | 'stalled' | 'other';
 
+/** A 101 Switching Protocols from the upstream: the gateway never forwards Upgrade, so it asked for none. */
+export class UnexpectedUpgradeError extends Error {
+  readonly code = 'ERR_UPSTREAM_UNEXPECTED_UPGRADE';
+  constructor() {
+    super('the upstream switched protocols (101) on a request that asked for no upgrade');
+  }
+}
+
 /** Classifies a socket or parser error from the upstream request. Pure. */
 export function classifyUpstreamError(err: unknown): UpstreamErrorKind {
   const code = (err as NodeJS.ErrnoException | undefined)?.code ?? '';
@@ -8,6 +16,6 @@ export function classifyUpstreamError(err: unknown): UpstreamErrorKind {
   if (code === 'ECONNRESET' || code === 'EPIPE' || code === 'ECONNABORTED') return 'reset';
   if (code === 'ETIMEDOUT' || code === 'ESOCKETTIMEDOUT') return 'timeout';
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return 'unresolvable';
-  if (code.startsWith('HPE_') || code === 'ERR_HTTP_INVALID_STATUS_CODE' || code === 'ERR_INVALID_CHAR') return 'protocol';
+  if (code.startsWith('HPE_') || code === 'ERR_HTTP_INVALID_STATUS_CODE' || code === 'ERR_INVALID_CHAR' || code === 'ERR_UPSTREAM_UNEXPECTED_UPGRADE') return 'protocol';
   return 'other';
 }

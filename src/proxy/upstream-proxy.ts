@@ -8,7 +8,7 @@ import { ERROR_CODES } from '../errors/codes.js';
 import { sendError } from '../errors/error-response.js';
 import type { Logger } from '../logger.js';
 import { buildClientHeaders, buildUpstreamHeaders } from './forward-headers.js';
-import { classifyUpstreamError } from './upstream-errors.js';
+import { classifyUpstreamError, UnexpectedUpgradeError } from './upstream-errors.js';
 import { mapUpstreamStatus } from './map-upstream-status.js';
 import { createStreamedMemory, type CollectYoung } from './streamed-memory.js';
 
@@ -40,6 +40,8 @@ export interface InFlight {
   /** performance.now() when the request was forwarded. */
   startedAt: number;
   proxyReq: ClientRequest | undefined;
+  /** The upstream's answer, once its headers arrived and it is being passed on. */
+  proxyRes: IncomingMessage | undefined;
   /** The response status is decided (upstream headers arrived, or the gateway answered with an error). */
   answered: boolean;
   /** The connection's bytes read when this request was given it: more at a failure means an answer had begun. */
@@ -153,11 +155,17 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): RequestHandl
   };
 
   const gatewayPlugin: Plugin = (proxyServer) => {
-    proxyServer.on('proxyReq', (proxyReq: ClientRequest, _req: IncomingMessage, res: ServerResponse) => {
+    proxyServer.on('proxyReq', (proxyReq: ClientRequest, req: IncomingMessage, res: ServerResponse) => {
       const state = (res as Response).locals.upstream;
       if (state === undefined) return;
       state.proxyReq = proxyReq;
       state.bytesReadAtStart = proxyReq.socket?.bytesRead ?? 0;
+      // Upgrade is never forwarded, so a 101 answers nothing the gateway asked. With no listener,
+      // Node closes the connection without an error, and the client would wait for the 504.
+      proxyReq.on('upgrade', (_upgraded: IncomingMessage, socket: Socket) => {
+        socket.destroy();
+        onProxyError(new UnexpectedUpgradeError(), req, res);
+      });
       // The deadline may have passed while the request waited for a pooled socket.
       if (state.answered) proxyReq.destroy();
     });
@@ -180,7 +188,7 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): RequestHandl
         return;
       }
       try {
-        res.writeHead(proxyRes.statusCode!, buildClientHeaders(proxyRes.headers, locals.requestId));
+        res.writeHead(proxyRes.statusCode!, buildClientHeaders(proxyRes.statusCode!, proxyRes.headers, locals.requestId));
       } catch (err) {
         // Headers Node will not send on (e.g. invalid characters): the answer is unusable, not fatal.
         proxyRes.destroy();
@@ -191,42 +199,54 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): RequestHandl
         // Cut after the headers (httpxy then cuts the client too): an upstream failure, not a success.
         if (!proxyRes.complete) locals.upstreamErrorKind ??= 'reset';
       });
+      state.proxyRes = proxyRes;
       proxyRes.pipe(res);
       watchStreamedBody?.(proxyRes);
       watchForStall(res as Response, proxyRes, state, options.idleTimeoutMs, options.logger);
     });
 
-    proxyServer.on('error', (err: Error, req?: IncomingMessage, res?: ServerResponse | Socket) => {
-      if (!(res instanceof http.ServerResponse)) {
-        res?.destroy();
-        return;
-      }
-      const state = (res as Response).locals.upstream;
-      if (state !== undefined && req !== undefined && retriable(err, req, state)) {
-        state.retried = true;
-        state.proxyReq = undefined;
-        dropIdleConnections(options.agent);
-        options.onRetry?.();
-        options.logger.warn(
-          { code: (err as NodeJS.ErrnoException).code, route: (res as Response).locals.route?.id, request_id: (res as Response).locals.requestId },
-          'a pooled upstream connection failed before any answer (closed by the upstream as it was reused): sent again on a new one',
-        );
-        void proxy(req, res as Response, state.next);
-        return;
-      }
-      if (state !== undefined && !state.answered) {
-        clearTimeout(state.timer);
-        state.answered = true;
-        (res as Response).locals.upstreamErrorKind = classifyUpstreamError(err);
-        fail(res, 'UPSTREAM_UNREACHABLE', err);
-      } else if (!res.writableEnded) {
-        // The body was streaming when the upstream failed: cut the connection so the client sees
-        // a truncated response, never a complete-looking short one.
-        (res as Response).locals.upstreamErrorKind ??= classifyUpstreamError(err);
-        res.destroy();
-      }
-    });
+    proxyServer.on('error', onProxyError);
   };
+
+  function onProxyError(err: Error, req?: IncomingMessage, res?: ServerResponse | Socket): void {
+    if (!(res instanceof http.ServerResponse)) {
+      res?.destroy();
+      return;
+    }
+    const state = (res as Response).locals.upstream;
+    if (state !== undefined && req !== undefined && retriable(err, req, state)) {
+      state.retried = true;
+      state.proxyReq = undefined;
+      dropIdleConnections(options.agent);
+      options.onRetry?.();
+      options.logger.warn(
+        { code: (err as NodeJS.ErrnoException).code, route: (res as Response).locals.route?.id, request_id: (res as Response).locals.requestId },
+        'a pooled upstream connection failed before any answer (closed by the upstream as it was reused): sent again on a new one',
+      );
+      void proxy(req, res as Response, state.next);
+      return;
+    }
+    if (state !== undefined && !state.answered) {
+      clearTimeout(state.timer);
+      state.answered = true;
+      (res as Response).locals.upstreamErrorKind = classifyUpstreamError(err);
+      fail(res, 'UPSTREAM_UNREACHABLE', err);
+    } else if (state?.proxyRes?.complete === true) {
+      // The whole answer had arrived; what failed came after it on the connection (bytes after
+      // a complete body, or a body after a 204). Node closes that connection, never to be
+      // reused; the client gets the answer as it was framed, and never the stray bytes.
+      (res as Response).locals.upstreamErrorKind ??= classifyUpstreamError(err);
+      options.logger.warn(
+        { code: (err as NodeJS.ErrnoException).code, route: (res as Response).locals.route?.id, request_id: (res as Response).locals.requestId },
+        'the upstream sent bytes after a complete answer: its connection was closed',
+      );
+    } else if (!res.writableEnded) {
+      // The body was streaming when the upstream failed: cut the connection so the client sees
+      // a truncated response, never a complete-looking short one.
+      (res as Response).locals.upstreamErrorKind ??= classifyUpstreamError(err);
+      res.destroy();
+    }
+  }
 
   // Host names the upstream, whatever the client sent; set with the other headers (httpxy's
   // changeOrigin would work it out again on every request).
@@ -249,7 +269,7 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): RequestHandl
     const headers = buildUpstreamHeaders(req.headers, policy.acquirerHeader, key!.acquirerId, requestId);
     headers.host = upstreamHost;
     req.headers = headers as typeof req.headers;
-    const state: InFlight = { timer: undefined, startedAt: performance.now(), proxyReq: undefined, answered: false, bytesReadAtStart: 0, retried: false, next };
+    const state: InFlight = { timer: undefined, startedAt: performance.now(), proxyReq: undefined, proxyRes: undefined, answered: false, bytesReadAtStart: 0, retried: false, next };
     state.timer = setTimeout(() => {
       state.answered = true;
       res.locals.upstreamErrorKind = 'timeout';

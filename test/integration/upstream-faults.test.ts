@@ -73,6 +73,16 @@ function faultyUpstream(): net.Server {
           return;
         case 'garbage':
           return void socket.end('this is not HTTP\r\n\r\n');
+        case 'switching-101':
+          // Switching protocols to a plain GET that asked for no upgrade: not an HTTP answer to it.
+          return void socket.write('HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n');
+        case 'no-content-with-body':
+          // A 204 has no body (RFC 9110 §15.3.5): the bytes after its head are not part of the answer.
+          socket.on('close', () => upstreamClosed.push(mode));
+          return void socket.write('HTTP/1.1 204 No Content\r\nContent-Length: 5\r\n\r\nhello');
+        case 'trailing-bytes':
+          socket.on('close', () => upstreamClosed.push(mode));
+          return void socket.write('HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}junk after the answer');
         case 'truncated':
           socket.write('HTTP/1.1 200 OK\r\nContent-Type: text/csv\r\nContent-Length: 1000\r\n\r\n' + 'x'.repeat(100));
           return void setImmediate(() => socket.destroy());
@@ -132,12 +142,29 @@ it.each([
   ['silent past UPSTREAM_TIMEOUT_MS', () => request(gateway.url, `${LIST}?mode=silent`, bearer(key)), 504, '{"message":"Gateway timeout"}'],
   ['sending oversized response headers', () => request(gateway.url, `${LIST}?mode=huge-headers`, bearer(key)), 502, '{"message":"Bad gateway"}'],
   ['answering with status 099', () => request(gateway.url, `${LIST}?mode=status-099`, bearer(key)), 502, '{"message":"Bad gateway"}'],
+  ['switching protocols (101) on a request that asked for no upgrade', () => request(gateway.url, `${LIST}?mode=switching-101`, bearer(key)), 502, '{"message":"Bad gateway"}'],
 ])('an upstream %s: the documented status and body', async (_name, send, status, body) => {
   const res = await send();
   expect(res.status).toBe(status);
   expect(res.body.toString()).toBe(body);
   expect(res.headers['content-type']).toBe(JSON_TYPE);
   expect(res.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+});
+
+it.each([
+  ['a 204 with a body', 'no-content-with-body', 204, ''],
+  ['a complete answer followed by stray bytes', 'trailing-bytes', 200, '{}'],
+])('%s: the client gets the answer, and the connection that carried the stray bytes is not reused', async (_name, mode, status, body) => {
+  const res = await request(gateway.url, `${LIST}?mode=${mode}`, bearer(key));
+  expect(res.status).toBe(status);
+  expect(res.body.toString()).toBe(body);
+  expect(res.headers['content-length']).toBe(status === 204 ? undefined : String(body.length));
+  expect(res.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+  // The upstream left its end open: the gateway closed the connection rather than pool it.
+  await waitFor(() => upstreamClosed.includes(mode));
+  const line = await waitFor(() => gateway.logLines.map((l) => JSON.parse(l)).find((e) => e.msg === 'the upstream sent bytes after a complete answer: its connection was closed' && e.request_id === res.headers['x-request-id']));
+  expect(line.level).toBe(40);
+  expect(line.code).toMatch(/^HPE_/); // a parser error: counted as kind="protocol"
 });
 
 it('a timed-out upstream request is cancelled, so a silent upstream cannot exhaust the pool', async () => {

@@ -72,7 +72,7 @@ describe('buildUpstreamHeaders', () => {
 describe('buildClientHeaders', () => {
   it('passes upstream headers except hop-by-hop and Connection-nominated ones', () => {
     expect(
-      buildClientHeaders({
+      buildClientHeaders(200, {
         'content-type': 'text/csv',
         'content-length': '10',
         connection: 'close, x-hop',
@@ -83,6 +83,11 @@ describe('buildClientHeaders', () => {
         'x-request-id': 'from-upstream',
       }, 'req-1'),
     ).toEqual({ 'content-type': 'text/csv', 'content-length': '10', 'set-cookie': ['a=1', 'b=2'], 'x-request-id': 'req-1' });
+  });
+
+  it('drops a Content-Length on a 204, which has no body to measure, and keeps it on a 304', () => {
+    expect(buildClientHeaders(204, { 'content-length': '5', etag: '"a"' }, 'req-1')).toEqual({ etag: '"a"', 'x-request-id': 'req-1' });
+    expect(buildClientHeaders(304, { 'content-length': '5', etag: '"a"' }, 'req-1')).toEqual({ 'content-length': '5', etag: '"a"', 'x-request-id': 'req-1' });
   });
 });
 

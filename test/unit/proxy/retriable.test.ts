@@ -13,6 +13,7 @@ function attempt(overrides: { method?: string; reusedSocket?: boolean; bytesRead
     timer: undefined,
     startedAt: 0,
     proxyReq: overrides.noRequest ? undefined : proxyReq,
+    proxyRes: undefined,
     answered: overrides.answered ?? false,
     bytesReadAtStart: 120,
     retried: overrides.retried ?? false,
