@@ -103,17 +103,42 @@ export function buildUpstreamHeaders(
 }
 
 /**
- * Response headers passed back to the client: the upstream's, minus hop-by-hop ones, with our request
- * id. A 204 has no body and must not claim a length (RFC 9110 §8.6): an upstream's Content-Length on
- * one is dropped, or a client that trusted it would wait for bytes that never come.
+ * Response headers that name the software behind the gateway: a banner for whoever fingerprints the
+ * legacy service, and nothing a client needs. (nginx hides the upstream's `Server` by default too.)
  */
-export function buildClientHeaders(status: number, upstream: IncomingHttpHeaders, requestId: string): OutgoingHttpHeaders {
+export const NEVER_RETURNED = new Set(['server', 'x-powered-by']);
+
+/**
+ * A redirect to the upstream's own origin, made relative (`/path?query`): the client resolves it
+ * against the gateway it asked, as nginx's `proxy_redirect default` does, and never learns the
+ * internal address. A redirect anywhere else (a storage URL, another site) is passed as it is.
+ */
+function clientLocation(location: string, upstreamOrigin: string): string {
+  if (location.slice(0, upstreamOrigin.length).toLowerCase() !== upstreamOrigin) return location;
+  const rest = location.slice(upstreamOrigin.length);
+  if (rest === '') return '/';
+  if (rest[0] === '?') return `/${rest}`;
+  // Not `//host/…` or `/\host/…`: relative, those would send the client to another host.
+  if (rest[0] === '/' && rest[1] !== '/' && rest[1] !== '\\') return rest;
+  return location;
+}
+
+/**
+ * Response headers passed back to the client: the upstream's, minus hop-by-hop ones and the banners
+ * above, with our request id and a redirect to the upstream's origin made relative. A 204 has no
+ * body and must not claim a length (RFC 9110 §8.6): an upstream's Content-Length on one is dropped,
+ * or a client that trusted it would wait for bytes that never come. `upstreamOrigin` is a URL's
+ * `origin` (lower case, no default port).
+ */
+export function buildClientHeaders(status: number, upstream: IncomingHttpHeaders, requestId: string, upstreamOrigin: string): OutgoingHttpHeaders {
   const nominated = connectionTokens(upstream.connection);
   const outgoing: OutgoingHttpHeaders = {};
   for (const name of Object.keys(upstream)) {
-    if (HOP_BY_HOP.has(name) || nominated.has(name) || (status === 204 && name === 'content-length')) continue;
+    if (HOP_BY_HOP.has(name) || NEVER_RETURNED.has(name) || nominated.has(name) || (status === 204 && name === 'content-length')) continue;
     outgoing[name] = upstream[name];
   }
+  const location = upstream.location;
+  if (location !== undefined) outgoing.location = clientLocation(location, upstreamOrigin);
   outgoing['x-request-id'] = requestId;
   return outgoing;
 }

@@ -146,6 +146,11 @@ function watchForStall(res: Response, proxyRes: IncomingMessage, state: InFlight
  */
 export function createUpstreamProxy(options: UpstreamProxyOptions): RequestHandler {
   const watchStreamedBody = options.collectYoung === undefined ? undefined : createStreamedMemory(options.collectYoung);
+  // Parsed once. Host names the upstream, whatever the client sent; set with the other headers (httpxy's
+  // changeOrigin would work it out again on every request).
+  const target = new URL(options.target);
+  const upstreamHost = target.host;
+  const upstreamOrigin = target.origin;
 
   const fail = (res: ServerResponse, code: ErrorCode, err?: unknown) => {
     const locals = (res as Response).locals;
@@ -188,7 +193,7 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): RequestHandl
         return;
       }
       try {
-        res.writeHead(proxyRes.statusCode!, buildClientHeaders(proxyRes.statusCode!, proxyRes.headers, locals.requestId));
+        res.writeHead(proxyRes.statusCode!, buildClientHeaders(proxyRes.statusCode!, proxyRes.headers, locals.requestId, upstreamOrigin));
       } catch (err) {
         // Headers Node will not send on (e.g. invalid characters): the answer is unusable, not fatal.
         proxyRes.destroy();
@@ -248,10 +253,6 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): RequestHandl
     }
   }
 
-  // Host names the upstream, whatever the client sent; set with the other headers (httpxy's
-  // changeOrigin would work it out again on every request).
-  const target = new URL(options.target);
-  const upstreamHost = target.host;
   const proxy = createProxyMiddleware({
     // Parsed once here: given the string, http-proxy-middleware and httpxy would each parse it
     // again for every request.

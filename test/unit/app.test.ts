@@ -136,6 +136,21 @@ describe('upstream answers', () => {
     expect(res.headers['x-owner']).toBeUndefined();
   });
 
+  it('a success names no software behind the gateway, and a redirect to the upstream itself becomes relative', async () => {
+    nock(UPSTREAM)
+      .get(LIST)
+      .reply(302, '', { server: 'legacy-statements/1.4 (Debian)', 'x-powered-by': 'PHP/5.3.3', location: `${UPSTREAM}${LIST}?page=2` })
+      .get(CSV)
+      .reply(302, '', { location: 'https://storage.example/eod/abc.csv?sig=1' });
+    const redirect = await get(LIST);
+    expect(redirect.status).toBe(302);
+    expect(redirect.headers.location).toBe(`${LIST}?page=2`);
+    expect(redirect.headers.server).toBeUndefined();
+    expect(redirect.headers['x-powered-by']).toBeUndefined();
+    // Elsewhere (a storage URL): passed as it is.
+    expect((await get(CSV)).headers.location).toBe('https://storage.example/eod/abc.csv?sig=1');
+  });
+
   it('another acquirer\'s statement looks exactly like a missing one and an unknown route', async () => {
     nock(UPSTREAM).get(CSV).reply(403, 'forbidden', { 'x-a': '1' });
     nock(UPSTREAM).get(CSV).reply(404, 'nope', { 'x-b': '2' });

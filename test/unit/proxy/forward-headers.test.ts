@@ -70,7 +70,9 @@ describe('buildUpstreamHeaders', () => {
 });
 
 describe('buildClientHeaders', () => {
-  it('passes upstream headers except hop-by-hop and Connection-nominated ones', () => {
+  const ORIGIN = 'http://10.0.0.5:8080';
+
+  it('passes upstream headers except hop-by-hop, Connection-nominated and banner ones', () => {
     expect(
       buildClientHeaders(200, {
         'content-type': 'text/csv',
@@ -81,13 +83,33 @@ describe('buildClientHeaders', () => {
         'transfer-encoding': 'chunked',
         'set-cookie': ['a=1', 'b=2'],
         'x-request-id': 'from-upstream',
-      }, 'req-1'),
+        server: 'legacy/1.0',
+        'x-powered-by': 'PHP/5.3',
+      }, 'req-1', ORIGIN),
     ).toEqual({ 'content-type': 'text/csv', 'content-length': '10', 'set-cookie': ['a=1', 'b=2'], 'x-request-id': 'req-1' });
   });
 
   it('drops a Content-Length on a 204, which has no body to measure, and keeps it on a 304', () => {
-    expect(buildClientHeaders(204, { 'content-length': '5', etag: '"a"' }, 'req-1')).toEqual({ etag: '"a"', 'x-request-id': 'req-1' });
-    expect(buildClientHeaders(304, { 'content-length': '5', etag: '"a"' }, 'req-1')).toEqual({ 'content-length': '5', etag: '"a"', 'x-request-id': 'req-1' });
+    expect(buildClientHeaders(204, { 'content-length': '5', etag: '"a"' }, 'req-1', ORIGIN)).toEqual({ etag: '"a"', 'x-request-id': 'req-1' });
+    expect(buildClientHeaders(304, { 'content-length': '5', etag: '"a"' }, 'req-1', ORIGIN)).toEqual({ 'content-length': '5', etag: '"a"', 'x-request-id': 'req-1' });
+  });
+
+  it.each([
+    ['http://10.0.0.5:8080/v1/acquirer/eod_statements?page=2', '/v1/acquirer/eod_statements?page=2'],
+    ['HTTP://10.0.0.5:8080/a', '/a'],
+    ['http://10.0.0.5:8080', '/'],
+    ['http://10.0.0.5:8080?page=2', '/?page=2'],
+    // Relative, these would name another host: passed as they are.
+    ['http://10.0.0.5:8080//evil.example/a', 'http://10.0.0.5:8080//evil.example/a'],
+    ['http://10.0.0.5:8080/\\evil.example/a', 'http://10.0.0.5:8080/\\evil.example/a'],
+    // Not the upstream's origin.
+    ['http://10.0.0.5:80800/a', 'http://10.0.0.5:80800/a'],
+    ['http://10.0.0.5:8080.evil.example/a', 'http://10.0.0.5:8080.evil.example/a'],
+    ['https://10.0.0.5:8080/a', 'https://10.0.0.5:8080/a'],
+    ['https://storage.example/eod/abc.csv', 'https://storage.example/eod/abc.csv'],
+    ['/already/relative', '/already/relative'],
+  ])('Location %s → %s', (location, expected) => {
+    expect(buildClientHeaders(302, { location }, 'req-1', ORIGIN).location).toBe(expected);
   });
 });
 
