@@ -18,24 +18,33 @@ for (let i = 0; i < 3000; i++) {
   if (i === 1500) logger.warn({ big: 'z'.repeat(40000) + '€' }, 'a line larger than a block');
 }
 logger.info('last line, still buffered when the process exits');
+process.stderr.write('logged everything\\n');
 `;
 
-function runChild(): Promise<{ code: number | null; stdout: string; stderr: string }> {
+/** `readLate`: stdout is not read until the child has logged everything, so its pipe is full at exit. */
+function runChild(readLate: boolean): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['--input-type=module', '-e', CHILD], { stdio: ['ignore', 'pipe', 'pipe'] });
     const out: Buffer[] = [];
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => out.push(d));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    if (readLate) child.stdout.pause();
+    child.stderr.on('data', (d: Buffer) => {
+      stderr += d.toString();
+      if (stderr.includes('logged everything')) child.stdout.resume();
+    });
     child.on('error', reject);
     child.on('close', (code) => resolve({ code, stdout: Buffer.concat(out).toString('utf8'), stderr }));
   });
 }
 
 describe('log lines on stdout', () => {
-  it('arrive whole and in order, whatever their length and characters, including those buffered at exit', async () => {
-    const { code, stdout, stderr } = await runChild();
-    expect(stderr).toBe('');
+  it.each([
+    ['read as they come', false],
+    ['read only once the process is exiting, through a full pipe', true],
+  ])('arrive whole and in order, whatever their length and characters, including those buffered at exit (%s)', async (_, readLate) => {
+    const { code, stdout, stderr } = await runChild(readLate);
+    expect(stderr).toBe('logged everything\n');
     expect(code).toBe(0);
     expect(stdout.endsWith('\n')).toBe(true);
     const lines = stdout.slice(0, -1).split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
