@@ -86,6 +86,12 @@ export async function startGateway(config: Config, { logger, keyStore, worker = 
   const server = http.createServer(
     {
       requireHostHeader: false,
+      // A request without Content-Length or Transfer-Encoding has no body (RFC 9112 §6.3), and no
+      // route takes one: Node hands it over already ended, so the pipe httpxy makes from it to the
+      // upstream request ends at once, without the stream's flow, 'end' event and unpipe. 9% of
+      // the main thread's time per proxied request (bench/RESULTS.md, 2026-11-24). A request that
+      // declares a body is still read as a stream, and refused (routeMatch).
+      optimizeEmptyRequests: true,
       headersTimeout: config.headersTimeoutMs,
       requestTimeout: config.requestTimeoutMs,
       keepAliveTimeout: config.keepAliveTimeoutMs,

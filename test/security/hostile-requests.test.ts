@@ -125,6 +125,9 @@ const GROUPS: Record<string, HostileCase[]> = {
     })),
     { name: 'lower-case get', request: (k) => req(`get ${LIST} HTTP/1.1`, auth(k.acq1)), ...refused(400) },
     { name: 'method override header', request: (k) => get(LIST, auth(k.acq1), 'X-HTTP-Method-Override: DELETE'), ...ok(LIST) },
+    // Without body headers Node hands the request over already ended (optimizeEmptyRequests, every
+    // other case here); one that declares an empty body is read as a stream, and forwarded too.
+    { name: 'GET with Content-Length: 0', request: (k) => get(LIST, auth(k.acq1), 'Content-Length: 0'), ...ok(LIST) },
     { name: 'GET with a body', request: (k) => get(LIST, auth(k.acq1), 'Content-Length: 5').slice(0, -0) + 'hello', ...refused(400) },
     { name: 'GET with a chunked body', request: (k) => get(LIST, auth(k.acq1), 'Transfer-Encoding: chunked') + '5\r\nhello\r\n0\r\n\r\n', ...refused(400) },
     { name: 'CONNECT', request: () => 'CONNECT upstream:80 HTTP/1.1\r\nHost: upstream:80\r\n\r\n', ...refused(400) },
