@@ -7,6 +7,7 @@ import type { ErrorCode } from '../errors/codes.js';
 import { ERROR_CODES } from '../errors/codes.js';
 import { sendError } from '../errors/error-response.js';
 import type { Logger } from '../logger.js';
+import { forwardBody } from './forward-body.js';
 import { buildClientHeaders, buildUpstreamHeaders } from './forward-headers.js';
 import { classifyUpstreamError, UnexpectedUpgradeError } from './upstream-errors.js';
 import { mapUpstreamStatus } from './map-upstream-status.js';
@@ -205,7 +206,7 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): RequestHandl
         if (!proxyRes.complete) locals.upstreamErrorKind ??= 'reset';
       });
       state.proxyRes = proxyRes;
-      proxyRes.pipe(res);
+      forwardBody(proxyRes, res);
       watchStreamedBody?.(proxyRes);
       watchForStall(res as Response, proxyRes, state, options.idleTimeoutMs, options.logger);
     });
