@@ -7,9 +7,11 @@
 // Each variant is NAME=OPTIONS: space-separated node options, added after the shebang's (as
 // BENCH_GATEWAY_NODE_ARGS is), and environment settings for that gateway alone, as VAR=value words
 // ('L=LOG_LEVEL=warn' runs one without access lines). Prints, per target, the medians over rounds of requests/s, CPU per
-// request, p50 and p99 (and each over the upstream's: what the gateway adds to a request's latency).
+// request (all threads, and the main thread alone: the one whose time bounds requests/s), the
+// collector's pauses per request (gateways only, from their /metrics), p50 and p99 (and each over
+// the upstream's: what the gateway adds to a request's latency).
 import { drive } from './lib/load.mjs';
-import { cpuSeconds, gatewayCli, startGateway, startRedis, startScript, stopAll } from './lib/services.mjs';
+import { cpuSeconds, gatewayCli, gcPauseSeconds, mainThreadCpuSeconds, startGateway, startRedis, startScript, stopAll } from './lib/services.mjs';
 
 const args = process.argv.slice(2);
 const option = (name, fallback) => Number(args.find((a) => a.startsWith(`--${name}=`))?.split('=')[1] ?? fallback);
@@ -43,7 +45,7 @@ const targets = [
 for (const v of variants) {
   process.env.BENCH_GATEWAY_NODE_ARGS = v.nodeArgs;
   const g = await startGateway({ ...gwEnv, ...v.env });
-  targets.push({ name: v.name, url: g.url, pid: g.child.pid });
+  targets.push({ name: v.name, url: g.url, pid: g.child.pid, adminUrl: g.adminUrl });
 }
 for (const t of targets) await drive({ url: `${t.url}${LIST}`, headers, connections: 50, durationS: 5 });
 
@@ -51,26 +53,32 @@ const samples = new Map(targets.map((t) => [t.name, []]));
 for (let r = 1; r <= rounds; r++) {
   for (const t of targets) {
     const before = cpuSeconds(t.pid);
+    const mainBefore = mainThreadCpuSeconds(t.pid);
+    const gcBefore = t.adminUrl === undefined ? NaN : await gcPauseSeconds(t.adminUrl);
     const s = await drive({ url: `${t.url}${LIST}`, headers, connections, durationS: seconds });
     if (s.failures > 0) throw new Error(`${t.name}: ${s.failures} failed requests`);
-    const cpuUs = ((cpuSeconds(t.pid) - before) / s.requests) * 1e6;
-    samples.get(t.name).push({ rps: s.rps, cpuUs, p50: s.p50, p99: s.p99 });
-    console.error(`ab: round ${r} ${t.name}: ${Math.round(s.rps)} requests/s, ${cpuUs.toFixed(0)} µs CPU per request, p50 ${s.p50.toFixed(3)} ms, p99 ${s.p99.toFixed(3)} ms`);
+    const perRequestUs = (spent) => (spent / s.requests) * 1e6;
+    const cpuUs = perRequestUs(cpuSeconds(t.pid) - before);
+    const mainUs = perRequestUs(mainThreadCpuSeconds(t.pid) - mainBefore);
+    const gcUs = t.adminUrl === undefined ? NaN : perRequestUs((await gcPauseSeconds(t.adminUrl)) - gcBefore);
+    samples.get(t.name).push({ rps: s.rps, cpuUs, mainUs, gcUs, p50: s.p50, p99: s.p99 });
+    console.error(`ab: round ${r} ${t.name}: ${Math.round(s.rps)} requests/s, ${cpuUs.toFixed(0)} µs CPU per request (main thread ${mainUs.toFixed(0)}), p50 ${s.p50.toFixed(3)} ms, p99 ${s.p99.toFixed(3)} ms`);
   }
 }
 stopAll();
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-const medians = (name) => Object.fromEntries(['rps', 'cpuUs', 'p50', 'p99'].map((k) => [k, median(samples.get(name).map((s) => s[k]))]));
+const medians = (name) => Object.fromEntries(['rps', 'cpuUs', 'mainUs', 'gcUs', 'p50', 'p99'].map((k) => [k, median(samples.get(name).map((s) => s[k]))]));
 const f = medians('floor');
 const u = medians('upstream');
 const ms = (x) => x.toFixed(3);
 const over = (x) => `${x >= 0 ? '+' : ''}${x.toFixed(3)}`;
 console.log(`JSON list, ${connections} connection(s), ${rounds} interleaved rounds of ${seconds} s (medians)\n`);
-console.log('| target | options | requests/s | × floor | CPU µs/request | × floor | p50 ms (over upstream) | p99 ms (over upstream) |\n|---|---|---|---|---|---|---|---|');
+console.log('| target | options | requests/s | × floor | CPU µs/request | × floor | main thread µs/request | × floor | collector pauses µs/request | p50 ms (over upstream) | p99 ms (over upstream) |\n|---|---|---|---|---|---|---|---|---|---|---|');
 for (const t of targets) {
   const m = medians(t.name);
   const opts = variants.find((v) => v.name === t.name)?.spec;
   const shown = opts === undefined ? '' : `\`${opts || '(shebang only)'}\``;
-  console.log(`| ${t.name} | ${shown} | ${Math.round(m.rps)} | ${(m.rps / f.rps).toFixed(2)} | ${m.cpuUs.toFixed(0)} | ${(m.cpuUs / f.cpuUs).toFixed(2)} | ${ms(m.p50)} (${over(m.p50 - u.p50)}) | ${ms(m.p99)} (${over(m.p99 - u.p99)}) |`);
+  const gc = Number.isNaN(m.gcUs) ? '' : m.gcUs.toFixed(1);
+  console.log(`| ${t.name} | ${shown} | ${Math.round(m.rps)} | ${(m.rps / f.rps).toFixed(2)} | ${m.cpuUs.toFixed(0)} | ${(m.cpuUs / f.cpuUs).toFixed(2)} | ${m.mainUs.toFixed(0)} | ${(m.mainUs / f.mainUs).toFixed(2)} | ${gc} | ${ms(m.p50)} (${over(m.p50 - u.p50)}) | ${ms(m.p99)} (${over(m.p99 - u.p99)}) |`);
 }

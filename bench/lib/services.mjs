@@ -270,6 +270,24 @@ function processTree(pid) {
 }
 
 const CLOCK_TICKS = 100; // USER_HZ on Linux
+
+/**
+ * CPU seconds (user + system) of a process's main thread alone: the JavaScript thread, whose time
+ * per request bounds a process's requests/s. The rest of cpuSeconds is V8's collector and compiler
+ * threads and libuv's pool, which run beside it on a second core.
+ */
+export function mainThreadCpuSeconds(pid) {
+  const fields = readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+}
+
+/** Seconds the gateway's main thread has spent paused in V8's collector so far, every kind summed (its /metrics). */
+export async function gcPauseSeconds(adminUrl) {
+  const { body } = await get(`${adminUrl}/metrics`);
+  let total = 0;
+  for (const m of body.matchAll(/^acquirer_gateway_nodejs_gc_duration_seconds_sum\{kind="\w+"\} ([0-9.eE+-]+)$/gm)) total += Number(m[1]);
+  return total;
+}
 /** CPU seconds (user + system) a process and its descendants have used so far. */
 export function cpuSeconds(pid) {
   let ticks = 0;
