@@ -18,7 +18,7 @@ export interface UpstreamProxyOptions {
   readonly target: string;
   /** Time allowed until the upstream's response headers arrive; then 504. */
   readonly timeoutMs: number;
-  /** Once the answer streams: nothing passing to the client for this long cuts it (see watchForStall). */
+  /** Once the answer streams: nothing passing to the client for this long cuts it (see watchExchange). */
   readonly idleTimeoutMs: number;
   readonly agent: http.Agent;
   readonly logger: Logger;
@@ -36,10 +36,14 @@ export function createUpstreamAgent(target: string, maxSockets: number): http.Ag
 
 /** One upstream exchange, kept on `res.locals.upstream` (a WeakMap would cost the collector per request). */
 export interface InFlight {
-  /** Until the upstream's headers arrive, the deadline for them; then the stall watch. */
+  /** The exchange's one timer: the deadline for the upstream's headers, then the stall watch (watchExchange). */
   timer: NodeJS.Timeout | undefined;
   /** performance.now() when the request was forwarded. */
   startedAt: number;
+  /** Once the answer streams: the client connection's bytes written when last looked at. */
+  written: number;
+  /** Once the answer streams: performance.now() since which nothing has been seen to move. */
+  quietSince: number;
   proxyReq: ClientRequest | undefined;
   /** The upstream's answer, once its headers arrived and it is being passed on. */
   proxyRes: IncomingMessage | undefined;
@@ -108,39 +112,6 @@ function discard(body: IncomingMessage): void {
 }
 
 /**
- * Once an answer streams, an exchange on which nothing moves for `idleMs` is cut: a client that
- * stopped reading, or an upstream that stopped sending, would otherwise hold a pooled upstream
- * connection for as long as the client keeps its own open, and a few hundred such clients would
- * hold them all. Progress is the client connection's bytes written, compared when the timer fires
- * (so a stall is cut after one to two periods): no work per chunk. The timer is made when the
- * headers arrive, as the one that waited for them is cleared, and goes when the response closes.
- */
-function watchForStall(res: Response, proxyRes: IncomingMessage, state: InFlight, idleMs: number, logger: Logger): void {
-  const socket = res.socket;
-  if (socket === null) return;
-  let written = socket.bytesWritten;
-  const timer = setTimeout(() => {
-    if (socket.bytesWritten !== written) {
-      written = socket.bytesWritten;
-      timer.refresh();
-      return;
-    }
-    // Bytes waiting for the client: it stopped reading. None: the upstream stopped sending.
-    const stalled = socket.writableLength > 0 ? 'client' : 'upstream';
-    logger.warn({ stalled, idle_ms: idleMs, route: res.locals.route?.id, request_id: res.locals.requestId }, 'a streaming answer stalled: connections cut');
-    // Either way the upstream connection is destroyed, never pooled mid-answer: by hand when it
-    // stalled, else by httpxy, which cancels the upstream request when the client's connection goes.
-    // (Cut by hand for a stalling client, its close would count as an upstream reset.)
-    if (stalled === 'upstream') {
-      res.locals.upstreamErrorKind = 'stalled';
-      proxyRes.destroy();
-    }
-    res.destroy();
-  }, idleMs);
-  state.timer = timer;
-}
-
-/**
  * Forwards an allowed request: the path exactly as matched, the query unchanged, headers filtered
  * and the acquirer header set from the key. Responses stream back (flat memory for any size);
  * error statuses, failures and timeouts become documented gateway errors.
@@ -158,6 +129,55 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): RequestHandl
     locals.errorCode = code;
     options.logger.warn({ err, code, route: locals.route?.id }, 'upstream request failed');
     sendError(res, ERROR_CODES[code].status, locals.requestId);
+  };
+
+  /**
+   * One timer per exchange, every `periodMs` (at most the shorter limit), set when the request is
+   * forwarded and cleared when the response closes: two timers per request (one for the headers, a
+   * second once the answer streamed) cost a tenth of the main thread's time per proxied request
+   * (bench/RESULTS.md, 2026-11-24); one that just keeps going costs half of that.
+   * Before the upstream's headers it is the deadline: once `timeoutMs` have passed the request is
+   * cancelled (freeing its pooled connection) and answered 504. Once the answer streams, an exchange
+   * on which nothing moves for `idleTimeoutMs` is cut: a client that stopped reading, or an upstream
+   * that stopped sending, would otherwise hold a pooled upstream connection for as long as the client
+   * keeps its own open, and a few hundred such clients would hold them all. Progress is the client
+   * connection's bytes written, compared at each tick (so a stall is cut within `idleTimeoutMs` plus
+   * a period): no work per chunk.
+   */
+  // The deadline falls on a tick, and a tick comes at least every idleTimeoutMs.
+  const periodMs = Math.ceil(options.timeoutMs / Math.ceil(options.timeoutMs / options.idleTimeoutMs));
+  // Timers fire by a clock counted in whole milliseconds: up to one early by performance.now().
+  const CLOCK_SLACK_MS = 1;
+  const watchExchange = (state: InFlight, res: Response): void => {
+    const now = performance.now() + CLOCK_SLACK_MS;
+    const proxyRes = state.proxyRes;
+    if (!state.answered) {
+      if (now - state.startedAt < options.timeoutMs) return void state.timer?.refresh();
+      state.answered = true;
+      res.locals.upstreamErrorKind = 'timeout';
+      state.proxyReq?.destroy();
+      fail(res, 'UPSTREAM_TIMEOUT');
+      return;
+    }
+    const socket = res.socket;
+    // Answered by the gateway itself (an error, a mapped status), or already gone: nothing streams.
+    if (proxyRes === undefined || socket === null) return;
+    if (socket.bytesWritten !== state.written) {
+      state.written = socket.bytesWritten;
+      state.quietSince = now;
+    }
+    if (now - state.quietSince < options.idleTimeoutMs) return void state.timer?.refresh();
+    // Bytes waiting for the client: it stopped reading. None: the upstream stopped sending.
+    const stalled = socket.writableLength > 0 ? 'client' : 'upstream';
+    options.logger.warn({ stalled, idle_ms: options.idleTimeoutMs, route: res.locals.route?.id, request_id: res.locals.requestId }, 'a streaming answer stalled: connections cut');
+    // Either way the upstream connection is destroyed, never pooled mid-answer: by hand when it
+    // stalled, else by httpxy, which cancels the upstream request when the client's connection goes.
+    // (Cut by hand for a stalling client, its close would count as an upstream reset.)
+    if (stalled === 'upstream') {
+      res.locals.upstreamErrorKind = 'stalled';
+      proxyRes.destroy();
+    }
+    res.destroy();
   };
 
   const gatewayPlugin: Plugin = (proxyServer) => {
@@ -182,7 +202,6 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): RequestHandl
         proxyRes.destroy();
         return;
       }
-      clearTimeout(state.timer);
       state.answered = true;
       const locals = (res as Response).locals;
       locals.upstreamMs = performance.now() - state.startedAt;
@@ -206,9 +225,10 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): RequestHandl
         if (!proxyRes.complete) locals.upstreamErrorKind ??= 'reset';
       });
       state.proxyRes = proxyRes;
+      state.written = res.socket?.bytesWritten ?? 0;
+      state.quietSince = performance.now();
       forwardBody(proxyRes, res);
       watchStreamedBody?.(proxyRes);
-      watchForStall(res as Response, proxyRes, state, options.idleTimeoutMs, options.logger);
     });
 
     proxyServer.on('error', onProxyError);
@@ -271,13 +291,8 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): RequestHandl
     const headers = buildUpstreamHeaders(req.headers, policy.acquirerHeader, key!.acquirerId, requestId);
     headers.host = upstreamHost;
     req.headers = headers as typeof req.headers;
-    const state: InFlight = { timer: undefined, startedAt: performance.now(), proxyReq: undefined, proxyRes: undefined, answered: false, bytesReadAtStart: 0, retried: false, next };
-    state.timer = setTimeout(() => {
-      state.answered = true;
-      res.locals.upstreamErrorKind = 'timeout';
-      state.proxyReq?.destroy();
-      fail(res, 'UPSTREAM_TIMEOUT');
-    }, options.timeoutMs);
+    const state: InFlight = { timer: undefined, startedAt: performance.now(), written: 0, quietSince: 0, proxyReq: undefined, proxyRes: undefined, answered: false, bytesReadAtStart: 0, retried: false, next };
+    state.timer = setTimeout(() => watchExchange(state, res), periodMs);
     res.locals.upstream = state;
     // A client that goes away takes its upstream request with it (httpxy destroys proxyReq on close).
     res.on('close', () => clearTimeout(state.timer)); // closes once: `on` spares once's wrapper

@@ -12,6 +12,8 @@ function attempt(overrides: { method?: string; reusedSocket?: boolean; bytesRead
   const state: InFlight = {
     timer: undefined,
     startedAt: 0,
+    written: 0,
+    quietSince: 0,
     proxyReq: overrides.noRequest ? undefined : proxyReq,
     proxyRes: undefined,
     answered: overrides.answered ?? false,
