@@ -141,8 +141,10 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): RequestHandl
    * on which nothing moves for `idleTimeoutMs` is cut: a client that stopped reading, or an upstream
    * that stopped sending, would otherwise hold a pooled upstream connection for as long as the client
    * keeps its own open, and a few hundred such clients would hold them all. Progress is the client
-   * connection's bytes written, compared at each tick (so a stall is cut within `idleTimeoutMs` plus
-   * a period): no work per chunk.
+   * connection's bytes written, compared at each tick: no work per chunk. Quiet is counted from the
+   * last tick that saw progress, so a stall is cut after at least
+   * `idleTimeoutMs`, and before `idleTimeoutMs` rounded up to whole periods plus one period (60-90 s
+   * with the defaults, where the idle time is two periods).
    */
   // The deadline falls on a tick, and a tick comes at least every idleTimeoutMs.
   const periodMs = Math.ceil(options.timeoutMs / Math.ceil(options.timeoutMs / options.idleTimeoutMs));
@@ -159,9 +161,17 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): RequestHandl
       fail(res, 'UPSTREAM_TIMEOUT');
       return;
     }
+    // Answered by the gateway itself (an error, a mapped status): nothing streams.
+    if (proxyRes === undefined) return;
     const socket = res.socket;
-    // Answered by the gateway itself (an error, a mapped status), or already gone: nothing streams.
-    if (proxyRes === undefined || socket === null) return;
+    if (socket === null) {
+      // Waiting for the connection: a pipelined request's answer goes out once the answers before it
+      // on the connection are done, and each of those has its watch. Not a stall; watched from when
+      // it has the connection (left unwatched, a client could hold a pooled upstream connection by
+      // pipelining a stalled download behind a slow one).
+      state.quietSince = now;
+      return void state.timer?.refresh();
+    }
     if (socket.bytesWritten !== state.written) {
       state.written = socket.bytesWritten;
       state.quietSince = now;

@@ -97,6 +97,17 @@ function faultyUpstream(): net.Server {
           socket.on('drain', pump);
           return void pump();
         }
+        case 'trickle': {
+          // Progress, slowly: a chunk every 100 ms for 1.5 s, longer than the gateway's ticks.
+          socket.write('HTTP/1.1 200 OK\r\nContent-Type: text/csv\r\nTransfer-Encoding: chunked\r\n\r\n');
+          let sent = 0;
+          const timer = setInterval(() => {
+            if (++sent <= 15) return void socket.write('2\r\nt\n\r\n');
+            clearInterval(timer);
+            socket.end('0\r\n\r\n');
+          }, 100);
+          return void socket.on('close', () => clearInterval(timer));
+        }
         case 'slow-stream':
           socket.write('HTTP/1.1 200 OK\r\nContent-Type: text/csv\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n');
           socket.on('close', () => upstreamClosed.push('slow-stream'));
@@ -261,6 +272,35 @@ describe('a streaming answer on which nothing moves for STREAM_IDLE_TIMEOUT_MS',
     expect(res.status).toBe(200);
     expect(res.body.toString()).toBe('{}');
   });
+
+  it('a pipelined answer waiting behind a slow one is watched once it has the connection', async () => {
+    upstreamClosed.length = 0;
+    // One connection, two requests: the first answer takes 1.5 s, longer than a tick (400 ms), while
+    // the second waits for it; then the second's upstream stops sending after 5 bytes.
+    const client = net.connect(gateway.port, '127.0.0.1');
+    client.on('error', () => {});
+    let received = '';
+    client.on('data', (d: Buffer) => (received += d.toString('latin1')));
+    let closed = false;
+    client.once('close', () => (closed = true));
+    const head = (query: string) => `GET ${LIST}?${query} HTTP/1.1\r\nHost: gateway\r\nAuthorization: Bearer ${key}\r\n\r\n`;
+    client.write(head('mode=trickle') + head('mode=slow-stream&stall=pipelined'));
+    // 1.5 s for the first answer, then 1 to 1.4 s of quiet: the gateway cuts the connection. Unwatched,
+    // it stayed open for as long as the client kept it.
+    await waitFor(() => closed, { timeoutMs: 6000, what: 'the gateway to cut the connection' });
+    const answers = received.split(/(?=HTTP\/1\.1 )/);
+    expect(answers).toHaveLength(2);
+    expect(answers[0]).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+    expect(answers[0]!.endsWith('\r\n\r\n' + '2\r\nt\n\r\n'.repeat(15) + '0\r\n\r\n')).toBe(true);
+    expect(answers[1]).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+    expect(answers[1]!.endsWith('\r\n\r\n5\r\nhello\r\n')).toBe(true);
+    await waitFor(() => upstreamClosed.includes('slow-stream'), { timeoutMs: 2000, what: 'the upstream connection to close' });
+    const entries = () => gateway.logLines.map((l) => JSON.parse(l) as Record<string, unknown>);
+    const line = await waitFor(() => entries().find((e) => e.msg === 'request' && String(e.path).includes('stall=pipelined')), { what: 'the access line' });
+    expect(line).toMatchObject({ status: 200, decision: 'aborted', completed: false });
+    expect(entries().find((e) => e.msg === 'a streaming answer stalled: connections cut' && e.request_id === line.request_id)).toMatchObject({ stalled: 'upstream' });
+    expect(entries().find((e) => e.msg === 'request' && String(e.path).includes('mode=trickle'))).toMatchObject({ status: 200, decision: 'allowed', completed: true });
+  }, 10_000);
 });
 
 describe('a pooled connection the upstream closed as it was reused', () => {
