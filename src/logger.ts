@@ -1,5 +1,5 @@
-import { writeSync } from 'node:fs';
 import { pino, stdSerializers, type Logger as PinoLogger } from 'pino';
+import { LogWriter } from './log-writer.js';
 import { redactSecrets } from './observability/redact.js';
 
 /** A record of one level: strings, numbers, booleans and nulls only, so it serialises in one step. */
@@ -13,6 +13,8 @@ export interface Logger extends Pick<PinoLogger, 'info' | 'warn' | 'error' | 'de
    * were the gateway's largest own cost.
    */
   flat(level: 'info' | 'warn', record: FlatRecord, msg: string): void;
+  /** Resolves true once every line so far has left the process; false after `timeoutMs` or when it cannot. */
+  flush(timeoutMs: number): Promise<boolean>;
 }
 
 /** Fields that could carry a secret whatever its shape, in any case: replaced whole, at any depth. */
@@ -110,64 +112,36 @@ const BLOCK_BYTES = 16 * 1024;
 const MAX_UTF8_PER_UNIT = 3;
 
 const STDOUT = 1;
-/** At exit, how long to keep trying to write to a stdout whose reader is not reading (a full pipe). */
-const EXIT_WRITE_PATIENCE_MS = 1000;
-const pause = new Int32Array(new SharedArrayBuffer(4));
+/** At exit, how long to wait for log lines still being written to a stdout whose reader is not reading. */
+export const EXIT_LOG_PATIENCE_MS = 1000;
 
-/**
- * Writes all of `bytes` synchronously, for the exit, when nothing asynchronous runs any more. A full
- * non-blocking pipe refuses with EAGAIN: retried every 10 ms until `patienceMs` have passed, so a
- * reader that went away cannot hold the process up. Any other failure (stdout closed) ends it.
- */
-function writeWhole(fd: number, bytes: Buffer, patienceMs: number): void {
-  const deadline = Date.now() + patienceMs;
-  let offset = 0;
-  while (offset < bytes.length) {
-    try {
-      offset += writeSync(fd, bytes, offset);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EAGAIN' || Date.now() > deadline) return;
-      Atomics.wait(pause, 0, 0, 10);
-    }
-  }
-}
-
-/** Where log lines go: a stream, or anything with its `write`. */
-type LineSink = { write(text: string): unknown };
+/** Where log lines go: a stream, or anything with its `write`; `flush` when it writes asynchronously. */
+type LineSink = { write(text: string): unknown; flush?(timeoutMs: number): Promise<boolean> };
 
 /**
  * Standard output, in blocks: each line is encoded once, into a 16 KiB block, and full blocks are
- * handed to pino's asynchronous destination as bytes, which writes them off the request path (one
- * write per block, not per line: a write per line cost more than building the line). Gathered as
- * strings and joined, the lines were copied three more times (the join, sonic-boom measuring the
- * block's UTF-8 length, and converting it) and the join was a tenth of the access line's cost.
- * Handed over every 200 ms, and written synchronously when the process exits. A SIGKILL can lose
+ * handed to a LogWriter as bytes, which writes them off the request path (one write per block, not
+ * per line: a write per line cost more than building the line). Gathered as strings and joined, the
+ * lines were copied three more times, and the join was a tenth of the access line's cost.
+ * Handed over every 200 ms; at exit, the last block is written synchronously. A SIGKILL can lose
  * what is still buffered: at most 200 ms of lines.
  */
 function bufferedStdout(): LineSink {
-  const stream = pino.destination({ dest: STDOUT, sync: false, contentMode: 'buffer' });
-  // In buffer mode sonic-boom takes bytes; its type declarations name only strings.
-  const writeBytes = (bytes: Buffer) => (stream as unknown as { write(bytes: Buffer): boolean }).write(bytes);
+  const writer = new LogWriter(STDOUT);
   let block = Buffer.allocUnsafeSlow(BLOCK_BYTES);
   let used = 0;
   const handOver = () => {
     if (used === 0) return;
-    // sonic-boom keeps the bytes it is given until it has written them: a new block for what follows.
-    writeBytes(block.subarray(0, used));
+    // The writer keeps the bytes it is given until it has written them: a new block for what follows.
+    writer.write(block.subarray(0, used));
     block = Buffer.allocUnsafeSlow(BLOCK_BYTES);
     used = 0;
   };
   setInterval(handOver, FLUSH_INTERVAL_MS).unref();
+  // Nothing asynchronous runs after 'exit': handed over now, the last block would start a write that
+  // the exit cuts short (up to a block of lines lost, in a test of exits).
   process.once('exit', () => {
-    // Nothing asynchronous runs after 'exit': handed to sonic-boom now, the last block would start an
-    // asynchronous write that the exit cuts short (up to a block of lines lost, in a test of exits).
-    // What sonic-boom still queues goes first, then the last block, both written here and now.
-    try {
-      stream.flushSync();
-    } catch {
-      // Destroyed (stdout closed) or never opened: nothing more can be written anyway.
-    }
-    if (used > 0) writeWhole(STDOUT, block.subarray(0, used), EXIT_WRITE_PATIENCE_MS);
+    if (used > 0) writer.writeAtExit(block.subarray(0, used), EXIT_LOG_PATIENCE_MS);
   });
   return {
     write(line: string) {
@@ -176,12 +150,16 @@ function bufferedStdout(): LineSink {
       if (used + most > BLOCK_BYTES) {
         handOver();
         if (most > BLOCK_BYTES) {
-          writeBytes(Buffer.from(line)); // a line of over 5k characters (a long stack): on its own
+          writer.write(Buffer.from(line)); // a line of over 5k characters (a long stack): on its own
           return true;
         }
       }
       used += block.write(line, used);
       return true;
+    },
+    flush(timeoutMs: number) {
+      handOver();
+      return writer.flush(timeoutMs);
     },
   };
 }
@@ -219,7 +197,17 @@ export function createLogger(level = 'info', destination: LineSink | undefined =
       `{"level":${LEVEL_VALUES[lineLevel]},"time":${Date.now()}${afterTime}${fieldsText === '' ? '' : `,${fieldsText}`},"msg":${jsonString(redactSecrets(msg))}}\n`,
     );
   };
-  return Object.assign(logger, { flat });
+  const flush = (timeoutMs: number): Promise<boolean> => sink.flush?.(timeoutMs) ?? Promise.resolve(true);
+  return Object.assign(logger, { flat, flush });
+}
+
+/**
+ * Ends the process once the lines logged so far have left it, or after EXIT_LOG_PATIENCE_MS when
+ * its reader does not read them. process.exit() at once would cut short a write under way: the
+ * lines after it would be lost (LogWriter.writeAtExit).
+ */
+export function exitOnceLogged(logger: Logger, code: number): void {
+  void logger.flush(EXIT_LOG_PATIENCE_MS).then(() => process.exit(code));
 }
 
 /** For tests and tools that must stay quiet. */
