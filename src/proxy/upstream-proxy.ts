@@ -161,17 +161,10 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): RequestHandl
       fail(res, 'UPSTREAM_TIMEOUT');
       return;
     }
-    // Answered by the gateway itself (an error, a mapped status): nothing streams.
-    if (proxyRes === undefined) return;
     const socket = res.socket;
-    if (socket === null) {
-      // Waiting for the connection: a pipelined request's answer goes out once the answers before it
-      // on the connection are done, and each of those has its watch. Not a stall; watched from when
-      // it has the connection (left unwatched, a client could hold a pooled upstream connection by
-      // pipelining a stalled download behind a slow one).
-      state.quietSince = now;
-      return void state.timer?.refresh();
-    }
+    // Answered by the gateway itself (an error, a mapped status), or already finished: nothing
+    // streams. (An exchange starts only once its answer has the connection: upstreamProxy.)
+    if (proxyRes === undefined || socket === null) return;
     if (socket.bytesWritten !== state.written) {
       state.written = socket.bytesWritten;
       state.quietSince = now;
@@ -294,8 +287,9 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): RequestHandl
     plugins: [gatewayPlugin],
   });
 
-  return function upstreamProxy(req, res, next) {
-    // The client may have left while its key was looked up: nothing to forward on its behalf.
+  const forward: RequestHandler = (req, res, next) => {
+    // The client may have left while its key was looked up, or while its request waited for the
+    // connection: nothing to forward on its behalf.
     if (req.socket.destroyed) return;
     const { policy, key, requestId } = res.locals;
     const headers = buildUpstreamHeaders(req.headers, policy.acquirerHeader, key!.acquirerId, requestId);
@@ -307,5 +301,14 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): RequestHandl
     // A client that goes away takes its upstream request with it (httpxy destroys proxyReq on close).
     res.on('close', () => clearTimeout(state.timer)); // closes once: `on` spares once's wrapper
     return proxy(req, res, next);
+  };
+
+  return function upstreamProxy(req, res, next) {
+    // A pipelined request whose answer must wait for the ones before it on the connection is sent
+    // upstream once its answer can go out, not before: forwarded at once, each would hold a pooled
+    // upstream connection while it waited, and one client could hold them all by pipelining
+    // downloads behind a slow one.
+    if (res.socket === null) return void res.once('socket', () => forward(req, res, next));
+    return forward(req, res, next);
   };
 }

@@ -23,6 +23,8 @@ let key: string;
 const upstreamClosed: string[] = [];
 /** Every request head the upstream received, raw. */
 const heads: string[] = [];
+/** What the upstream saw, in order: `head <mode>` as each request arrived, `end trickle` as that answer ended. */
+const upstreamEvents: string[] = [];
 /** Connections whose `keep-alive-pair` request waits for the other one. */
 const pairWaiting: net.Socket[] = [];
 
@@ -45,6 +47,7 @@ function faultyUpstream(): net.Server {
       if (!head.includes('\r\n\r\n')) return;
       heads.push(head);
       const mode = /\?mode=([a-z0-9-]+)/.exec(head)?.[1];
+      upstreamEvents.push(`head ${mode}`);
       switch (mode) {
         case 'silent':
           socket.on('close', () => upstreamClosed.push('silent'));
@@ -99,11 +102,12 @@ function faultyUpstream(): net.Server {
         }
         case 'trickle': {
           // Progress, slowly: a chunk every 100 ms for 1.5 s, longer than the gateway's ticks.
-          socket.write('HTTP/1.1 200 OK\r\nContent-Type: text/csv\r\nTransfer-Encoding: chunked\r\n\r\n');
+          socket.write('HTTP/1.1 200 OK\r\nContent-Type: text/csv\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n');
           let sent = 0;
           const timer = setInterval(() => {
             if (++sent <= 15) return void socket.write('2\r\nt\n\r\n');
             clearInterval(timer);
+            upstreamEvents.push('end trickle');
             socket.end('0\r\n\r\n');
           }, 100);
           return void socket.on('close', () => clearInterval(timer));
@@ -273,8 +277,9 @@ describe('a streaming answer on which nothing moves for STREAM_IDLE_TIMEOUT_MS',
     expect(res.body.toString()).toBe('{}');
   });
 
-  it('a pipelined answer waiting behind a slow one is watched once it has the connection', async () => {
+  it('a pipelined request is sent upstream once the answer before it is done, and then watched', async () => {
     upstreamClosed.length = 0;
+    upstreamEvents.length = 0;
     // One connection, two requests: the first answer takes 1.5 s, longer than a tick (400 ms), while
     // the second waits for it; then the second's upstream stops sending after 5 bytes.
     const client = net.connect(gateway.port, '127.0.0.1');
@@ -300,6 +305,8 @@ describe('a streaming answer on which nothing moves for STREAM_IDLE_TIMEOUT_MS',
     expect(line).toMatchObject({ status: 200, decision: 'aborted', completed: false });
     expect(entries().find((e) => e.msg === 'a streaming answer stalled: connections cut' && e.request_id === line.request_id)).toMatchObject({ stalled: 'upstream' });
     expect(entries().find((e) => e.msg === 'request' && String(e.path).includes('mode=trickle'))).toMatchObject({ status: 200, decision: 'allowed', completed: true });
+    // Sent upstream one after the other: a connection holds one pooled upstream connection at most.
+    expect(upstreamEvents).toEqual(['head trickle', 'end trickle', 'head slow-stream']);
   }, 10_000);
 });
 
