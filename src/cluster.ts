@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { AggregatorRegistry } from 'prom-client';
 import { createAdminServer, isReady, type ReadinessCheck } from './admin/admin-server.js';
 import type { Config } from './config/env.js';
-import { exitOnceLogged, type Logger } from './logger.js';
+import type { Logger } from './logger.js';
 import { createPrimaryProcessMetrics } from './observability/metrics.js';
 import { WorkerSums, type WorkerMetrics } from './observability/worker-sums.js';
 import { RestartPacer } from './restart-pacer.js';
@@ -31,10 +31,10 @@ const ASK_TIMEOUT_MS = 1_000;
 export function serveAsWorker(gateway: RunningGateway, logger: Logger): void {
   const stop = () =>
     void gateway.shutdown().then(
-      () => exitOnceLogged(logger, 0),
+      () => process.exit(0),
       (err: unknown) => {
         logger.error({ err }, 'shutdown failed');
-        exitOnceLogged(logger, 1);
+        process.exit(1);
       },
     );
   const send = (message: Message) => {
@@ -185,7 +185,7 @@ export async function runPrimary(config: Config, logger: Logger): Promise<void> 
       admin.closeAllConnections();
       await new Promise((resolve) => admin.close(resolve));
       logger.info({ failed_workers: failedExits }, 'stopped');
-      exitOnceLogged(logger, failedExits > 0 ? 1 : exitCode);
+      process.exit(failedExits > 0 ? 1 : exitCode);
     })();
     return stopped;
   };

@@ -1,107 +1,83 @@
-import { write, writeSync } from 'node:fs';
+import { writeSync } from 'node:fs';
 
-/** A descriptor that refused with EAGAIN (non-blocking, its reader behind) is tried again after this long. */
-const RETRY_MS = 10;
+/**
+ * A write of at most this many bytes to a pipe is atomic (PIPE_BUF on Linux): it never mixes with
+ * another process's writes to the same pipe, and a non-blocking pipe takes all of it or none.
+ */
+export const PIPE_BUF = 4096;
 const pause = new Int32Array(new SharedArrayBuffer(4));
 
 /**
- * Writes blocks of log bytes to a file descriptor in order, one asynchronous write at a time (off the
- * request path), and at exit what is left, synchronously. In place of sonic-boom, which pino flushes
- * synchronously at exit: that flush retried a closed pipe (EPIPE, the reader gone) for ever, so the
- * process never ended, and it wrote beside an asynchronous write still under way, so the two writes'
- * bytes interleaved in the pipe and lines came out cut and mixed.
+ * Log bytes to a file descriptor, written synchronously as they are handed over, in order. Nothing
+ * is ever under way in the background, so an exit of any kind (a signal, a crash, `process.exit()`)
+ * writes what is left whole, after what came before: an asynchronous writer (sonic-boom) left lines
+ * cut and mixed, or lost, when the process exited with a write under way.
+ *
+ * A blocking descriptor (a pipe, as a supervisor gives one) makes the process wait for a reader
+ * that is behind, as any program writing to it does. A non-blocking one refuses with EAGAIN: what it
+ * refused is copied and kept, and written first at the next write or `retry`.
  */
 export class LogWriter {
   readonly #fd: number;
-  readonly #queue: Buffer[] = [];
-  /** An asynchronous write is under way (or waiting to be retried); false means the queue is empty. */
-  #writing = false;
+  /** What the descriptor refused, in order; written before anything newer. */
+  readonly #pending: Buffer[] = [];
   /** The descriptor refused for good (EPIPE: the reader is gone; EBADF): nothing more is written. */
   #broken = false;
-  /** A flush gave up on a reader that does not read: the exit must not block on it. */
-  #stuck = false;
-  readonly #onIdle: (() => void)[] = [];
 
   constructor(fd: number) {
     this.#fd = fd;
   }
 
-  /** Keeps `bytes` (do not reuse them) until written. */
+  /** Writes `bytes` now, after anything pending. What is refused is copied: `bytes` may be reused. */
   write(bytes: Buffer): void {
     if (this.#broken) return;
-    this.#queue.push(bytes);
-    if (!this.#writing) this.#writeNext();
+    const written = this.#writePending() ? this.#writeSome(bytes) : 0;
+    if (written < bytes.length && !this.#broken) this.#pending.push(Buffer.from(bytes.subarray(written)));
+  }
+
+  /** Tries again what was refused; true when nothing is left. */
+  retry(): boolean {
+    return this.#writePending();
   }
 
   /**
-   * Resolves true once everything given so far is written; false when the descriptor is broken, or
-   * when `timeoutMs` pass first (the reader is not reading).
+   * At exit: `last` after what is pending, retrying a full non-blocking pipe every 10 ms for up to
+   * `patienceMs`, then giving up (between two blocks, never inside one of at most PIPE_BUF bytes).
    */
-  flush(timeoutMs: number): Promise<boolean> {
-    if (!this.#writing) return Promise.resolve(!this.#broken);
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        this.#stuck = true;
-        resolve(false);
-      }, timeoutMs);
-      this.#onIdle.push(() => {
-        clearTimeout(timer);
-        resolve(!this.#broken);
-      });
-    });
+  writeAtExit(last: Buffer | undefined, patienceMs: number): void {
+    if (last !== undefined) this.write(last);
+    const deadline = Date.now() + patienceMs;
+    while (!this.#writePending() && Date.now() < deadline) Atomics.wait(pause, 0, 0, 10);
   }
 
-  /**
-   * At exit, when nothing asynchronous runs any more: writes `last` synchronously. Not while an
-   * asynchronous write is under way: in a pipe their bytes would interleave, so these lines are lost
-   * instead (an exit that waited for `flush` finds none under way). Not when the reader is gone, or
-   * did not read during a flush: on a blocking pipe the write would hold the exit for as long as it
-   * does not read.
-   */
-  writeAtExit(last: Buffer, patienceMs: number): void {
-    if (this.#writing || this.#broken || this.#stuck) return;
-    writeWhole(this.#fd, last, patienceMs);
+  /** True when nothing is pending any more. */
+  #writePending(): boolean {
+    while (this.#pending.length > 0 && !this.#broken) {
+      const bytes = this.#pending[0]!;
+      const written = this.#writeSome(bytes);
+      if (written < bytes.length) {
+        this.#pending[0] = bytes.subarray(written);
+        return false;
+      }
+      this.#pending.shift();
+    }
+    return true;
   }
 
-  readonly #writeNext = (): void => {
-    const bytes = this.#queue[0];
-    if (bytes === undefined) {
-      this.#writing = false;
-      this.#stuck = false;
-      for (const idle of this.#onIdle.splice(0)) idle();
-      return;
+  /** Bytes written before the descriptor refused (EAGAIN), or all of them. */
+  #writeSome(bytes: Buffer): number {
+    let offset = 0;
+    while (offset < bytes.length) {
+      try {
+        offset += writeSync(this.#fd, bytes, offset);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'EAGAIN') {
+          this.#broken = true;
+          this.#pending.length = 0;
+        }
+        return offset;
+      }
     }
-    this.#writing = true;
-    write(this.#fd, bytes, 0, bytes.length, null, this.#written);
-  };
-
-  readonly #written = (err: NodeJS.ErrnoException | null, count: number): void => {
-    if (err !== null) {
-      if (err.code === 'EAGAIN') return void setTimeout(this.#writeNext, RETRY_MS);
-      this.#broken = true;
-      this.#queue.length = 0;
-    } else {
-      const bytes = this.#queue[0]!;
-      if (count < bytes.length) this.#queue[0] = bytes.subarray(count);
-      else this.#queue.shift();
-    }
-    this.#writeNext();
-  };
-}
-
-/**
- * Writes all of `bytes` synchronously. A full non-blocking pipe refuses with EAGAIN: retried every
- * 10 ms until `patienceMs` have passed. Any other failure (the reader gone) ends it.
- */
-function writeWhole(fd: number, bytes: Buffer, patienceMs: number): void {
-  const deadline = Date.now() + patienceMs;
-  let offset = 0;
-  while (offset < bytes.length) {
-    try {
-      offset += writeSync(fd, bytes, offset);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EAGAIN' || Date.now() > deadline) return;
-      Atomics.wait(pause, 0, 0, 10);
-    }
+    return offset;
   }
 }

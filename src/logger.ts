@@ -1,5 +1,5 @@
 import { pino, stdSerializers, type Logger as PinoLogger } from 'pino';
-import { LogWriter } from './log-writer.js';
+import { LogWriter, PIPE_BUF } from './log-writer.js';
 import { redactSecrets } from './observability/redact.js';
 
 /** A record of one level: strings, numbers, booleans and nulls only, so it serialises in one step. */
@@ -13,8 +13,6 @@ export interface Logger extends Pick<PinoLogger, 'info' | 'warn' | 'error' | 'de
    * were the gateway's largest own cost.
    */
   flat(level: 'info' | 'warn', record: FlatRecord, msg: string): void;
-  /** Resolves true once every line so far has left the process; false after `timeoutMs` or when it cannot. */
-  flush(timeoutMs: number): Promise<boolean>;
 }
 
 /** Fields that could carry a secret whatever its shape, in any case: replaced whole, at any depth. */
@@ -106,60 +104,51 @@ function flatFields(record: FlatRecord): string {
 
 /** How long a log line may wait in the buffer when traffic is too light to fill it. */
 const FLUSH_INTERVAL_MS = 200;
-/** Lines are handed to the stream in blocks of at most this many bytes. */
-const BLOCK_BYTES = 16 * 1024;
+/** Lines are written in blocks of at most this many bytes: atomic in a pipe shared by WORKERS. */
+const BLOCK_BYTES = PIPE_BUF;
 /** UTF-8 takes at most this many bytes for one UTF-16 unit of a string. */
 const MAX_UTF8_PER_UNIT = 3;
 
 const STDOUT = 1;
-/** At exit, how long to wait for log lines still being written to a stdout whose reader is not reading. */
-export const EXIT_LOG_PATIENCE_MS = 1000;
+/** At exit, how long to keep retrying a non-blocking stdout whose reader is not reading (a full pipe). */
+const EXIT_WRITE_PATIENCE_MS = 1000;
 
-/** Where log lines go: a stream, or anything with its `write`; `flush` when it writes asynchronously. */
-type LineSink = { write(text: string): unknown; flush?(timeoutMs: number): Promise<boolean> };
+/** Where log lines go: a stream, or anything with its `write`. */
+type LineSink = { write(text: string): unknown };
 
 /**
- * Standard output, in blocks: each line is encoded once, into a 16 KiB block, and full blocks are
- * handed to a LogWriter as bytes, which writes them off the request path (one write per block, not
- * per line: a write per line cost more than building the line). Gathered as strings and joined, the
- * lines were copied three more times, and the join was a tenth of the access line's cost.
- * Handed over every 200 ms; at exit, the last block is written synchronously. A SIGKILL can lose
- * what is still buffered: at most 200 ms of lines.
+ * Standard output, in blocks: each line is encoded once, into a block of at most PIPE_BUF bytes,
+ * and a full block is written with one system call (a write per line cost more than building the
+ * line; gathered as strings and joined, the lines were copied three more times). The block is
+ * written every 200 ms when traffic is too light to fill it, and at exit. A SIGKILL can lose what
+ * is still buffered: at most 200 ms of lines.
  */
 function bufferedStdout(): LineSink {
   const writer = new LogWriter(STDOUT);
-  let block = Buffer.allocUnsafeSlow(BLOCK_BYTES);
+  // Written synchronously, or copied by the writer when refused: one block serves for ever.
+  const block = Buffer.allocUnsafeSlow(BLOCK_BYTES);
   let used = 0;
-  const handOver = () => {
-    if (used === 0) return;
-    // The writer keeps the bytes it is given until it has written them: a new block for what follows.
+  const writeBlock = () => {
+    if (used === 0) return void writer.retry();
     writer.write(block.subarray(0, used));
-    block = Buffer.allocUnsafeSlow(BLOCK_BYTES);
     used = 0;
   };
-  setInterval(handOver, FLUSH_INTERVAL_MS).unref();
-  // Nothing asynchronous runs after 'exit': handed over now, the last block would start a write that
-  // the exit cuts short (up to a block of lines lost, in a test of exits).
-  process.once('exit', () => {
-    if (used > 0) writer.writeAtExit(block.subarray(0, used), EXIT_LOG_PATIENCE_MS);
-  });
+  setInterval(writeBlock, FLUSH_INTERVAL_MS).unref();
+  process.once('exit', () => writer.writeAtExit(used > 0 ? block.subarray(0, used) : undefined, EXIT_WRITE_PATIENCE_MS));
   return {
     write(line: string) {
-      // Reserved by its worst case, so a line is never split between two blocks.
-      const most = line.length * MAX_UTF8_PER_UNIT;
-      if (used + most > BLOCK_BYTES) {
-        handOver();
-        if (most > BLOCK_BYTES) {
-          writer.write(Buffer.from(line)); // a line of over 5k characters (a long stack): on its own
+      // The worst case first: counting the bytes exactly is only needed near the end of the block.
+      if (used + line.length * MAX_UTF8_PER_UNIT > BLOCK_BYTES) {
+        const bytes = Buffer.byteLength(line);
+        // A line is never split between two blocks.
+        if (used + bytes > BLOCK_BYTES) writeBlock();
+        if (bytes > BLOCK_BYTES) {
+          writer.write(Buffer.from(line)); // a line of over 4 KiB (a long stack): on its own
           return true;
         }
       }
       used += block.write(line, used);
       return true;
-    },
-    flush(timeoutMs: number) {
-      handOver();
-      return writer.flush(timeoutMs);
     },
   };
 }
@@ -197,17 +186,7 @@ export function createLogger(level = 'info', destination: LineSink | undefined =
       `{"level":${LEVEL_VALUES[lineLevel]},"time":${Date.now()}${afterTime}${fieldsText === '' ? '' : `,${fieldsText}`},"msg":${jsonString(redactSecrets(msg))}}\n`,
     );
   };
-  const flush = (timeoutMs: number): Promise<boolean> => sink.flush?.(timeoutMs) ?? Promise.resolve(true);
-  return Object.assign(logger, { flat, flush });
-}
-
-/**
- * Ends the process once the lines logged so far have left it, or after EXIT_LOG_PATIENCE_MS when
- * its reader does not read them. process.exit() at once would cut short a write under way: the
- * lines after it would be lost (LogWriter.writeAtExit).
- */
-export function exitOnceLogged(logger: Logger, code: number): void {
-  void logger.flush(EXIT_LOG_PATIENCE_MS).then(() => process.exit(code));
+  return Object.assign(logger, { flat });
 }
 
 /** For tests and tools that must stay quiet. */

@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util';
 import { runPrimary, serveAsWorker, WorkerStartError } from '../cluster.js';
 import { CONFIG_FIELDS, ConfigError, flagName, loadConfig } from '../config/env.js';
 import { loadPolicyOrThrow, PolicyLoadError } from '../config/load-policy.js';
-import { createLogger, exitOnceLogged } from '../logger.js';
+import { createLogger } from '../logger.js';
 import { startGateway } from '../server.js';
 import { CommandError, UsageError } from './usage-error.js';
 
@@ -68,10 +68,10 @@ export async function serveCommand(args: string[]): Promise<void> {
     stopping = true;
     logger.info({ signal }, 'signal received');
     gateway.shutdown().then(
-      () => exitOnceLogged(logger, 0),
+      () => process.exit(0),
       (err: unknown) => {
         logger.error({ err }, 'shutdown failed');
-        exitOnceLogged(logger, 1);
+        process.exit(1);
       },
     );
   };

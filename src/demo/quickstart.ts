@@ -1,7 +1,7 @@
 import { loadConfig } from '../config/env.js';
 import { generateKey, generateKeyId, hashKey } from '../keys/api-key.js';
 import { MemoryKeyStore } from '../keys/memory-key-store.js';
-import { createLogger, exitOnceLogged } from '../logger.js';
+import { createLogger } from '../logger.js';
 import { startGateway } from '../server.js';
 import { createSampleUpstream, listen, sampleStatements } from './sample-upstream.js';
 
@@ -33,8 +33,7 @@ async function main(): Promise<void> {
   }
 
   const config = loadConfig({ LOG_LEVEL: 'warn', ADMIN_PORT: '0', ...process.env, UPSTREAM_URL: `http://127.0.0.1:${upstreamPort}` });
-  const logger = createLogger(config.logLevel);
-  const gateway = await startGateway(config, { logger, keyStore: store });
+  const gateway = await startGateway(config, { logger: createLogger(config.logLevel), keyStore: store });
   const base = `http://127.0.0.1:${gateway.port}`;
   const alpha = keys.get('acq_alpha')!;
   const beta = keys.get('acq_beta')!;
@@ -69,7 +68,7 @@ curl -si ${base}/v1/acquirer/eod_statements
     if (stopping) process.exit(1);
     stopping = true;
     upstream.closeAllConnections();
-    void Promise.all([gateway.shutdown(), new Promise((resolve) => upstream.close(resolve))]).then(() => exitOnceLogged(logger, 0));
+    Promise.all([gateway.shutdown(), new Promise((resolve) => upstream.close(resolve))]).then(() => process.exit(0));
   };
   process.on('SIGINT', stop);
   process.on('SIGTERM', stop);
