@@ -5,6 +5,11 @@ import { writeSync } from 'node:fs';
  * another process's writes to the same pipe, and a non-blocking pipe takes all of it or none.
  */
 export const PIPE_BUF = 4096;
+/**
+ * What a non-blocking descriptor refused is kept up to this much; past it, writes wait for the reader
+ * as a blocking descriptor makes them wait, rather than hold ever more memory.
+ */
+const MAX_PENDING_BYTES = 4 * 1024 * 1024;
 const pause = new Int32Array(new SharedArrayBuffer(4));
 
 /**
@@ -15,12 +20,14 @@ const pause = new Int32Array(new SharedArrayBuffer(4));
  *
  * A blocking descriptor (a pipe, as a supervisor gives one) makes the process wait for a reader
  * that is behind, as any program writing to it does. A non-blocking one refuses with EAGAIN: what it
- * refused is copied and kept, and written first at the next write or `retry`.
+ * refused is copied and kept, and written first at the next write or `retry`; past
+ * MAX_PENDING_BYTES, writes wait for the reader as a blocking descriptor makes them.
  */
 export class LogWriter {
   readonly #fd: number;
   /** What the descriptor refused, in order; written before anything newer. */
   readonly #pending: Buffer[] = [];
+  #pendingBytes = 0;
   /** The descriptor refused for good (EPIPE: the reader is gone; EBADF): nothing more is written. */
   #broken = false;
 
@@ -32,7 +39,11 @@ export class LogWriter {
   write(bytes: Buffer): void {
     if (this.#broken) return;
     const written = this.#writePending() ? this.#writeSome(bytes) : 0;
-    if (written < bytes.length && !this.#broken) this.#pending.push(Buffer.from(bytes.subarray(written)));
+    if (written < bytes.length && !this.#broken) {
+      this.#pending.push(Buffer.from(bytes.subarray(written)));
+      this.#pendingBytes += bytes.length - written;
+    }
+    while (this.#pendingBytes > MAX_PENDING_BYTES && !this.#writePending()) Atomics.wait(pause, 0, 0, 1);
   }
 
   /** Tries again what was refused; true when nothing is left. */
@@ -41,13 +52,23 @@ export class LogWriter {
   }
 
   /**
-   * At exit: `last` after what is pending, retrying a full non-blocking pipe every 10 ms for up to
-   * `patienceMs`, then giving up (between two blocks, never inside one of at most PIPE_BUF bytes).
+   * At exit: `last` after what is pending, retrying a full non-blocking pipe every 10 ms for as long
+   * as its reader takes something at least every `patienceMs`. Given up on a reader that takes
+   * nothing for that long: between two blocks, or inside a line longer than a block.
    */
   writeAtExit(last: Buffer | undefined, patienceMs: number): void {
     if (last !== undefined) this.write(last);
-    const deadline = Date.now() + patienceMs;
-    while (!this.#writePending() && Date.now() < deadline) Atomics.wait(pause, 0, 0, 10);
+    let left = this.#pendingBytes;
+    let deadline = Date.now() + patienceMs;
+    while (!this.#writePending()) {
+      if (this.#pendingBytes < left) {
+        left = this.#pendingBytes;
+        deadline = Date.now() + patienceMs;
+      } else if (Date.now() > deadline) {
+        return;
+      }
+      Atomics.wait(pause, 0, 0, 10);
+    }
   }
 
   /** True when nothing is pending any more. */
@@ -55,6 +76,7 @@ export class LogWriter {
     while (this.#pending.length > 0 && !this.#broken) {
       const bytes = this.#pending[0]!;
       const written = this.#writeSome(bytes);
+      this.#pendingBytes -= written;
       if (written < bytes.length) {
         this.#pending[0] = bytes.subarray(written);
         return false;
@@ -74,6 +96,7 @@ export class LogWriter {
         if ((err as NodeJS.ErrnoException).code !== 'EAGAIN') {
           this.#broken = true;
           this.#pending.length = 0;
+          this.#pendingBytes = 0;
         }
         return offset;
       }

@@ -110,8 +110,8 @@ const BLOCK_BYTES = PIPE_BUF;
 const MAX_UTF8_PER_UNIT = 3;
 
 const STDOUT = 1;
-/** At exit, how long to keep retrying a non-blocking stdout whose reader is not reading (a full pipe). */
-const EXIT_WRITE_PATIENCE_MS = 1000;
+/** At exit, how long a non-blocking stdout's reader may take nothing before the rest is given up. */
+const EXIT_WRITE_PATIENCE_MS = 5000;
 
 /** Where log lines go: a stream, or anything with its `write`. */
 type LineSink = { write(text: string): unknown };

@@ -17,7 +17,8 @@ const LOGGER = pathToFileURL(path.resolve('dist/logger.js')).href;
 type Exit = 'natural' | 'process.exit' | 'crash';
 
 /** Logs 3,002 lines (the first field says which process), says so on stderr, then ends as `exit` says. */
-const child = (exit: Exit, name = 'a', big = true) => `
+const child = (exit: Exit, name = 'a', big = true, nonBlocking = false) => `
+${nonBlocking ? '// Node makes a pipe non-blocking once process.stdout is used (spawn makes it blocking).\nvoid process.stdout;' : ''}
 const { createLogger } = await import(${JSON.stringify(LOGGER)});
 const logger = createLogger('info', undefined, { p: ${JSON.stringify(name)} });
 for (let i = 0; i < 3000; i++) {
@@ -54,12 +55,16 @@ interface Outcome {
  * the time and writes waiting for room go on in small steps (where writes from two writers would
  * interleave); `gone`, closed once the first bytes arrive.
  */
-async function runChildren(exit: Exit, reader: 'as they come' | 'slow' | 'gone', names = ['a'], big = true): Promise<Outcome[] & { stdout: string }> {
+async function runChildren(
+  exit: Exit,
+  reader: 'as they come' | 'slow' | 'gone',
+  { names = ['a'], big = true, nonBlocking = false, msPerKiB = 1 } = {},
+): Promise<Outcome[] & { stdout: string }> {
   const pipe = reader === 'slow' ? await namedPipe() : undefined;
   const out: Buffer[] = [];
-  const procs = names.map((name) => spawn(process.execPath, ['--input-type=module', '-e', child(exit, name, big)], { stdio: ['ignore', pipe?.writeFd ?? 'pipe', 'pipe'] }));
+  const procs = names.map((name) => spawn(process.execPath, ['--input-type=module', '-e', child(exit, name, big, nonBlocking)], { stdio: ['ignore', pipe?.writeFd ?? 'pipe', 'pipe'] }));
   if (pipe !== undefined) closeSync(pipe.writeFd);
-  const stdoutDone = pipe === undefined ? Promise.resolve() : readSlowly(pipe.readFd, out);
+  const stdoutDone = pipe === undefined ? Promise.resolve() : readSlowly(pipe.readFd, out, msPerKiB);
   const outcomes = procs.map(
     (proc) =>
       new Promise<Outcome>((resolve, reject) => {
@@ -78,8 +83,8 @@ async function runChildren(exit: Exit, reader: 'as they come' | 'slow' | 'gone',
   return Object.assign(results, { stdout: Buffer.concat(out).toString('utf8') });
 }
 
-/** Reads 1 KiB at a time, a millisecond apart, until every writer has closed the pipe. */
-async function readSlowly(fd: number, out: Buffer[]): Promise<void> {
+/** Reads 1 KiB at a time, `msPerKiB` apart, until every writer has closed the pipe. */
+async function readSlowly(fd: number, out: Buffer[], msPerKiB: number): Promise<void> {
   const chunk = Buffer.alloc(1024);
   try {
     for (;;) {
@@ -93,8 +98,8 @@ async function readSlowly(fd: number, out: Buffer[]): Promise<void> {
       }
       if (n === 0) return;
       out.push(Buffer.from(chunk.subarray(0, n)));
-      // About 1 MiB/s: the children log faster, so the pipe stays full while they run.
-      await new Promise((resolve) => setTimeout(resolve, 1));
+      // At most 1 MiB/s: the children log faster, so the pipe stays full while they run.
+      await new Promise((resolve) => setTimeout(resolve, msPerKiB));
     }
   } finally {
     closeSync(fd);
@@ -138,12 +143,20 @@ describe('log lines on stdout', () => {
   // Lines longer than a block (PIPE_BUF, 4 KiB) are written on their own and can still be split by
   // another process's writes: left out here, and said in the README.
   it('two processes writing to one pipe (WORKERS): every line whole, each process in order', async () => {
-    const results = await runChildren('process.exit', 'slow', ['a', 'b'], false);
+    const results = await runChildren('process.exit', 'slow', { names: ['a', 'b'], big: false });
     expect(results.map((r) => r.code)).toEqual([0, 0]);
     const lines = parseLines(results.stdout);
     expectEveryLine(lines.filter((l) => l.p === 'a'), 'z');
     expectEveryLine(lines.filter((l) => l.p === 'b'), 'z');
   });
+
+  it('a non-blocking stdout whose reader is seconds behind at exit: every line, as the reader takes them', async () => {
+    // About 3 s to read what the child logged in a moment: what stdout refused is kept, and at exit
+    // written for as long as the reader keeps taking some.
+    const results = await runChildren('process.exit', 'slow', { nonBlocking: true, msPerKiB: 3 });
+    expect(results[0]!.code).toBe(0);
+    expectEveryLine(parseLines(results.stdout));
+  }, 20_000);
 
   it.each(['natural', 'process.exit'] as const)('a reader that went away does not hold the exit up (%s)', async (exit) => {
     let exited: Outcome[] | undefined;
