@@ -7,8 +7,8 @@ import { pathToFileURL } from 'node:url';
 import { waitFor } from '../helpers/wait.js';
 
 /**
- * The logger's own stdout: lines encoded into 16 KiB blocks and written by a LogWriter. Run in a child
- * process whose stdout is a pipe, as a gateway's is under a supervisor, so what is checked is the
+ * The logger's own stdout: lines encoded into blocks of at most 4 KiB (PIPE_BUF), written
+ * synchronously by a LogWriter. Run in a child process whose stdout is a pipe, as a gateway's is under a supervisor, so what is checked is the
  * bytes that leave the process: every line whole, in order, across block boundaries, with characters
  * of every UTF-8 length, a line larger than a block, and what was still buffered at exit.
  */
