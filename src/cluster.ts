@@ -8,6 +8,7 @@ import { createPrimaryProcessMetrics } from './observability/metrics.js';
 import { WorkerSums, type WorkerMetrics } from './observability/worker-sums.js';
 import { RestartPacer } from './restart-pacer.js';
 import type { RunningGateway } from './server.js';
+import type { StartUpSignals } from './start-up-signals.js';
 
 /**
  * WORKERS above 1: one primary process and that many workers (node:cluster), all serving the one
@@ -68,7 +69,7 @@ export class WorkerStartError extends Error {}
  * listens. Resolves once running; the process then ends on SIGTERM/SIGINT after every worker has
  * drained. Rejects with WorkerStartError when a worker cannot start (its own error is on stderr).
  */
-export async function runPrimary(config: Config, logger: Logger): Promise<void> {
+export async function runPrimary(config: Config, logger: Logger, startUp?: StartUpSignals): Promise<void> {
   /** Each live worker, and when it said it listens (performance.now()); undefined while it starts. */
   const workers = new Map<Worker, number | undefined>();
   const pacer = new RestartPacer();
@@ -232,6 +233,8 @@ export async function runPrimary(config: Config, logger: Logger): Promise<void> 
     signalled = true;
     void stop(signal, 0);
   };
+  // The workers are forked after this and read the policy themselves: a reload asked for until now needs nothing.
+  startUp?.release();
   process.on('SIGTERM', () => onSignal('SIGTERM'));
   process.on('SIGINT', () => onSignal('SIGINT'));
   process.on('SIGHUP', () => {

@@ -5,7 +5,7 @@ import { redactSecrets } from './observability/redact.js';
 /** A record of one level: strings, numbers, booleans and nulls only, so it serialises in one step. */
 export type FlatRecord = Readonly<Record<string, string | number | boolean | null | undefined>>;
 
-export interface Logger extends Pick<PinoLogger, 'info' | 'warn' | 'error' | 'debug' | 'fatal'> {
+export interface Logger extends Pick<PinoLogger, 'info' | 'warn' | 'error' | 'debug' | 'fatal' | 'flush'> {
   /**
    * The same line `info(record, msg)` or `warn(record, msg)` writes (same fields, same order, same
    * redaction), serialised in one pass over a record of one level (flatFields) instead of pino's
@@ -113,15 +113,16 @@ const STDOUT = 1;
 /** At exit, how long a non-blocking stdout's reader may take nothing before the rest is given up. */
 const EXIT_WRITE_PATIENCE_MS = 5000;
 
-/** Where log lines go: a stream, or anything with its `write`. */
-type LineSink = { write(text: string): unknown };
+/** Where log lines go: a stream, or anything with its `write` (and a `flush`, which pino's calls). */
+type LineSink = { write(text: string): unknown; flush?(done: (err?: Error) => void): void };
 
 /**
  * Standard output, in blocks: each line is encoded once, into a block of at most PIPE_BUF bytes,
  * and a full block is written with one system call (a write per line cost more than building the
  * line; gathered as strings and joined, the lines were copied three more times). The block is
- * written every 200 ms when traffic is too light to fill it, and at exit. A SIGKILL can lose what
- * is still buffered: at most 200 ms of lines.
+ * written every 200 ms when traffic is too light to fill it, at exit, and on `flush()` (a process
+ * about to end by a signal: start-up-signals.ts). A SIGKILL can lose what is still buffered: at most
+ * 200 ms of lines.
  */
 function bufferedStdout(): LineSink {
   const writer = new LogWriter(STDOUT);
@@ -133,9 +134,18 @@ function bufferedStdout(): LineSink {
     writer.write(block.subarray(0, used));
     used = 0;
   };
+  /** Everything buffered, now, waiting for a non-blocking stdout's reader as at exit: for a process about to end. */
+  const writeAll = () => {
+    writer.writeAtExit(used > 0 ? block.subarray(0, used) : undefined, EXIT_WRITE_PATIENCE_MS);
+    used = 0;
+  };
   setInterval(writeBlock, FLUSH_INTERVAL_MS).unref();
-  process.once('exit', () => writer.writeAtExit(used > 0 ? block.subarray(0, used) : undefined, EXIT_WRITE_PATIENCE_MS));
+  process.once('exit', writeAll);
   return {
+    flush(done) {
+      writeAll();
+      done();
+    },
     write(line: string) {
       // The worst case first: counting the bytes exactly is only needed near the end of the block.
       if (used + line.length * MAX_UTF8_PER_UNIT > BLOCK_BYTES) {

@@ -3,8 +3,9 @@ import { parseArgs } from 'node:util';
 import { runPrimary, serveAsWorker, WorkerStartError } from '../cluster.js';
 import { CONFIG_FIELDS, ConfigError, flagName, loadConfig } from '../config/env.js';
 import { loadPolicyOrThrow, PolicyLoadError } from '../config/load-policy.js';
-import { createLogger } from '../logger.js';
-import { startGateway } from '../server.js';
+import { createLogger, type Logger } from '../logger.js';
+import { startGateway, type RunningGateway } from '../server.js';
+import { holdSignalsDuringStartUp } from '../start-up-signals.js';
 import { CommandError, UsageError } from './usage-error.js';
 
 const SERVE_FLAGS = Object.fromEntries(
@@ -31,11 +32,12 @@ export async function serveCommand(args: string[]): Promise<void> {
   const logger = createLogger(config.logLevel, undefined, clustered ? { pid: process.pid } : {});
   // A fault in one request's handling is logged, never allowed to take every other request down.
   process.on('unhandledRejection', (reason) => logger.error({ err: reason }, 'unhandled rejection'));
+  const startUp = holdSignalsDuringStartUp(() => logger.flush());
   if (clustered && cluster.isPrimary) {
     try {
       // One clear refusal of a bad policy here, rather than one from every worker.
       await loadPolicyOrThrow(config.policyFile);
-      return await runPrimary(config, logger);
+      return await runPrimary(config, logger, startUp);
     } catch (err) {
       if (err instanceof PolicyLoadError) throw new CommandError(`policy refused:\n${err.message}`);
       if (err instanceof WorkerStartError) throw new CommandError(err.message);
@@ -58,7 +60,14 @@ export async function serveCommand(args: string[]): Promise<void> {
     if (code === 'EACCES') throw new CommandError(`PORT: not allowed to listen on ${config.port}`);
     throw err;
   }
-  if (clustered) return serveAsWorker(gateway, logger);
+  const { reloadAsked } = startUp.release();
+  if (clustered) serveAsWorker(gateway, logger);
+  else handleSignals(gateway, logger);
+  if (reloadAsked) void gateway.reloadPolicy();
+}
+
+/** A single process: SIGTERM or SIGINT drains and exits, a second one exits at once; SIGHUP reloads the policy. */
+function handleSignals(gateway: RunningGateway, logger: Logger): void {
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) {

@@ -1,0 +1,132 @@
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { mkdtemp, open } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { CLI } from '../helpers/cli.js';
+import { request } from '../helpers/http.js';
+import { waitFor } from '../helpers/wait.js';
+
+/**
+ * Signals that arrive while the gateway starts, before its own handlers are in place: SIGTERM and
+ * SIGINT end the process by the same signal as Node's default would, but only after the log lines
+ * still buffered are written; SIGHUP (a policy reload) does not kill it, and the reload is done once
+ * it runs.
+ */
+const dist = (file: string) => pathToFileURL(path.resolve('dist', file)).href;
+
+interface Ended {
+  readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
+  readonly stdout: string;
+}
+
+function collect(child: ChildProcess): { readonly lines: string[]; readonly ended: Promise<Ended> } {
+  let stdout = '';
+  const lines: string[] = [];
+  child.stdout!.on('data', (d: Buffer) => {
+    stdout += d.toString();
+    lines.splice(0, lines.length, ...stdout.split('\n').filter(Boolean));
+  });
+  const ended = new Promise<Ended>((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (code, signal) => resolve({ code, signal, stdout }));
+  });
+  return { lines, ended };
+}
+
+describe('the logger and the start-up hold, in a process that signals itself', () => {
+  /** Logs 20 lines (well under a block: all still buffered), then sends itself `signal`. */
+  const child = (signal: string) => `
+const { createLogger } = await import(${JSON.stringify(dist('logger.js'))});
+const { holdSignalsDuringStartUp } = await import(${JSON.stringify(dist('start-up-signals.js'))});
+const logger = createLogger('info');
+holdSignalsDuringStartUp(() => logger.flush());
+for (let i = 0; i < 20; i++) logger.info({ i }, 'starting');
+process.kill(process.pid, ${JSON.stringify(signal)});
+// Only if the signal did not end the process:
+setTimeout(() => { logger.info('still running'); process.exit(3); }, 2000);
+`;
+
+  it.each(['SIGTERM', 'SIGINT'])('%s: every buffered line is written, then the process ends by that signal', async (signal) => {
+    const proc = spawn(process.execPath, ['--input-type=module', '-e', child(signal)], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const { code, signal: endedBy, stdout } = await collect(proc).ended;
+    expect({ code, endedBy }).toEqual({ code: null, endedBy: signal });
+    expect(stdout.split('\n').filter(Boolean).map((l) => [JSON.parse(l).msg, JSON.parse(l).i])).toEqual(Array.from({ length: 20 }, (_, i) => ['starting', i]));
+  });
+});
+
+describe('serve, held at start-up by a policy file that is a named pipe', () => {
+  const policy = readFileSync('policies/acquirer-api.yaml', 'utf8');
+
+  /**
+   * `serve` with its policy file a FIFO: reading it blocks until the test writes. The handlers are
+   * in place before the read starts, so once the FIFO is open at both ends, the gateway is starting
+   * and not yet running.
+   */
+  async function serveHeld() {
+    const fifo = path.join(await mkdtemp(path.join(tmpdir(), 'start-up-signals-')), 'policy.yaml');
+    execFileSync('mkfifo', [fifo]);
+    const proc = spawn(process.execPath, [CLI, 'serve'], {
+      env: {
+        PATH: process.env.PATH,
+        PORT: '0',
+        HOST: '127.0.0.1',
+        ADMIN_PORT: '0',
+        LOG_LEVEL: 'info',
+        POLICY_FILE: fifo,
+        POLICY_WATCH: 'false',
+        UPSTREAM_URL: 'http://127.0.0.1:9',
+        // Nothing listens: the gateway starts all the same, its key store reported down.
+        REDIS_URL: 'redis://127.0.0.1:9',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const out = collect(proc);
+    /** Resolves once the gateway has opened the FIFO to read it; closing the handle ends that read. */
+    const feed = async (text: string) => {
+      const handle = await open(fifo, 'w');
+      try {
+        await handle.writeFile(text);
+      } finally {
+        await handle.close();
+      }
+    };
+    return { proc, ...out, fifo, feed };
+  }
+
+  it('SIGHUP does not end it; once running it reloads the policy, and sees what changed', async () => {
+    const g = await serveHeld();
+    try {
+      // Opened for writing only once the gateway opened it for reading: it is reading the policy now.
+      const handle = await open(g.fifo, 'w');
+      g.proc.kill('SIGHUP');
+      await handle.writeFile(policy);
+      await handle.close();
+      const listening = await waitFor(() => g.lines.map((l) => JSON.parse(l)).find((e) => e.msg === 'listening'), { what: 'serve to listen', timeoutMs: 10_000 });
+      // The reload asked for during start-up reads the file again: other bytes this time.
+      await g.feed(`${policy}\n# changed while the gateway started\n`);
+      const reloaded = await waitFor(() => g.lines.map((l) => JSON.parse(l)).find((e) => e.msg === 'policy reloaded'), { what: 'the reload' });
+      expect(reloaded).toMatchObject({ trigger: 'signal', file: g.fifo });
+      const metrics = (await request(`http://127.0.0.1:${listening.admin_port}`, '/metrics')).body.toString();
+      expect(metrics).toMatch(/^acquirer_gateway_policy_reloads_total\{result="success"\} 1$/m);
+      expect(g.proc.exitCode).toBeNull();
+    } finally {
+      g.proc.kill('SIGTERM');
+      await g.ended;
+    }
+  });
+
+  it.each(['SIGTERM', 'SIGINT'] as const)('%s ends it by that signal, without waiting for the policy', async (signal) => {
+    const g = await serveHeld();
+    const handle = await open(g.fifo, 'w');
+    try {
+      g.proc.kill(signal);
+      const { code, signal: endedBy } = await g.ended;
+      expect({ code, endedBy }).toEqual({ code: null, endedBy: signal });
+    } finally {
+      await handle.close();
+    }
+  });
+});
