@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { closeSync, constants, mkdtempSync, openSync, readSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { Worker } from 'node:worker_threads';
 import { LogWriter, PIPE_BUF } from '../../src/log-writer.js';
 
 /**
@@ -54,6 +55,48 @@ describe('LogWriter', () => {
     expect(Buffer.concat(received).equals(Buffer.concat(blocks))).toBe(true);
     closeSync(readFd);
     closeSync(writeFd);
+  });
+
+  it('past 4 MiB refused and kept, a write waits for the reader instead of keeping more', async () => {
+    const { readFd, writeFd } = pipe();
+    const writer = new LogWriter(writeFd);
+    // A reader on another thread (this one waits inside `write`): 64 KiB a millisecond, counting what it took.
+    const taken = new Int32Array(new SharedArrayBuffer(4));
+    const reader = new Worker(
+      `const { readSync } = require('node:fs');
+      const { workerData, parentPort } = require('node:worker_threads');
+      const pause = new Int32Array(new SharedArrayBuffer(4));
+      const chunk = Buffer.alloc(64 * 1024);
+      const chunks = [];
+      for (;;) {
+        let n;
+        try { n = readSync(workerData.fd, chunk); } catch (err) { if (err.code !== 'EAGAIN') throw err; n = -1; }
+        if (n === 0) break;
+        if (n > 0) { chunks.push(Buffer.from(chunk.subarray(0, n))); Atomics.add(workerData.taken, 0, n); }
+        Atomics.wait(pause, 0, 0, 1);
+      }
+      parentPort.postMessage(Buffer.concat(chunks));`,
+      { eval: true, workerData: { fd: readFd, taken } },
+    );
+    const received = new Promise<Buffer>((resolve, reject) => {
+      reader.once('message', (bytes: Uint8Array) => resolve(Buffer.from(bytes)));
+      reader.once('error', reject);
+    });
+    const MiB = 1024 * 1024;
+    const written = Array.from({ length: 12 * 256 }, (_, i) => Buffer.alloc(PIPE_BUF, i % 251)); // 12 MiB
+    let takenWhenWritten: number;
+    try {
+      for (const block of written) writer.write(block);
+      takenWhenWritten = Atomics.load(taken, 0);
+      writer.writeAtExit(undefined, 10_000);
+    } finally {
+      closeSync(writeFd); // the reader's end of file, also when this fails
+    }
+    expect((await received).equals(Buffer.concat(written))).toBe(true);
+    closeSync(readFd);
+    // Kept: at most 4 MiB and the last block. The rest is in the pipe (64 KiB here) or already read.
+    // Without the wait, all 12 MiB would be written (kept) long before a reader this slow took 8.
+    expect(takenWhenWritten).toBeGreaterThanOrEqual(12 * MiB - 4 * MiB - PIPE_BUF - 1 * MiB);
   });
 
   it('at exit: what is pending, then the last bytes; a reader that does not read is given up on after the patience, between two blocks', () => {
