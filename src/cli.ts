@@ -11,10 +11,11 @@
 // half second for as long as it lived, at about 1.3× the CPU per request (6 of 6 processes; 0 of 6
 // with the flag; bench/RESULTS.md). Run as `node dist/cli.js`, pass the flags yourself (node refuses
 // the last two in NODE_OPTIONS); WORKERS inherit the primary's node flags.
-import { keysCommand } from './cli/keys-command.js';
-import { PolicyInvalid, policyCommand } from './cli/policy-command.js';
-import { serveCommand } from './cli/serve-command.js';
-import { CommandError, UsageError } from './cli/usage-error.js';
+// Only these two are loaded before the command is known. Each command's modules are imported when it
+// runs: loading the gateway's (Express, ioredis, prom-client …) is most of `serve`'s start-up, and
+// its signal handling has to begin before that (start-up-signals.ts).
+import { CommandError, PolicyInvalid, UsageError } from './cli/usage-error.js';
+import { holdSignalsDuringStartUp } from './start-up-signals.js';
 
 const USAGE = `usage: acquirer-gateway <command>
   serve              run the gateway (configuration from the environment or --flags; see README)
@@ -24,16 +25,23 @@ const USAGE = `usage: acquirer-gateway <command>
 async function main(argv: string[]): Promise<void> {
   const [command, ...args] = argv;
   switch (command) {
-    case 'serve':
-      return serveCommand(args);
-    case 'keys':
+    case 'serve': {
+      const startUp = holdSignalsDuringStartUp();
+      const { serveCommand } = await import('./cli/serve-command.js');
+      return serveCommand(args, startUp);
+    }
+    case 'keys': {
+      const { keysCommand } = await import('./cli/keys-command.js');
       return keysCommand(args, { env: process.env, out: (line) => process.stdout.write(line + '\n') });
-    case 'policy':
+    }
+    case 'policy': {
+      const { policyCommand } = await import('./cli/policy-command.js');
       return policyCommand(args, {
         env: process.env,
         out: (text) => process.stdout.write(text),
         err: (line) => process.stderr.write(line + '\n'),
       });
+    }
     case undefined:
     case '--help':
     case 'help':

@@ -73,6 +73,8 @@ export async function runPrimary(config: Config, logger: Logger, startUp?: Start
   /** Each live worker, and when it said it listens (performance.now()); undefined while it starts. */
   const workers = new Map<Worker, number | undefined>();
   const pacer = new RestartPacer();
+  /** Workers that were starting when a SIGHUP came. */
+  const reloadWhenReady = new Set<Worker>();
   /** Replacements waiting out a pause (see RestartPacer); a shutdown cancels them. */
   const pausedReplacements = new Set<NodeJS.Timeout>();
   const pending = new Map<number, (answer: Message & { type: 'answer' }) => void>();
@@ -141,6 +143,7 @@ export async function runPrimary(config: Config, logger: Logger, startUp?: Start
         workers.set(worker, performance.now());
         // Forked while a shutdown was beginning: it never heard the order.
         if (phase === 'stopping') worker.send({ tag: TAG, type: 'shutdown' } satisfies Message);
+        else if (reloadWhenReady.delete(worker)) worker.send({ tag: TAG, type: 'reload' } satisfies Message);
       }
     });
     return worker;
@@ -194,6 +197,7 @@ export async function runPrimary(config: Config, logger: Logger, startUp?: Start
   cluster.on('exit', (worker, code, signal) => {
     const listeningSince = workers.get(worker);
     workers.delete(worker);
+    reloadWhenReady.delete(worker);
     sums.retire(worker);
     if (phase === 'stopping') {
       if (code !== 0 && code !== null) failedExits++;
@@ -233,13 +237,18 @@ export async function runPrimary(config: Config, logger: Logger, startUp?: Start
     signalled = true;
     void stop(signal, 0);
   };
-  // The workers are forked after this and read the policy themselves: a reload asked for until now needs nothing.
-  startUp?.release();
   process.on('SIGTERM', () => onSignal('SIGTERM'));
   process.on('SIGINT', () => onSignal('SIGINT'));
   process.on('SIGHUP', () => {
-    for (const [worker, since] of workers) if (since !== undefined && worker.isConnected()) worker.send({ tag: TAG, type: 'reload' } satisfies Message);
+    for (const [worker, since] of workers) {
+      // One still starting may have read the policy before the change: it reloads once it is ready.
+      if (since === undefined) reloadWhenReady.add(worker);
+      else if (worker.isConnected()) worker.send({ tag: TAG, type: 'reload' } satisfies Message);
+    }
   });
+  // Only now, with the handlers above in place (see StartUpSignals.release). The workers are forked
+  // after this and read the policy themselves: a reload asked for until now needs nothing.
+  startUp?.release();
 
   const first = Array.from({ length: config.workers }, fork);
   let port: number | undefined;
@@ -253,7 +262,9 @@ export async function runPrimary(config: Config, logger: Logger, startUp?: Start
     admin.close();
     throw err;
   }
-  if (phase === 'starting') phase = 'running';
+  // Stopping already (a signal while the workers started): they listen only to drain.
+  if (stopped !== undefined) return void (await stopped);
+  phase = 'running';
   logger.info(
     { port, host: config.host, admin_port: adminPort, admin_host: config.adminHost, workers: [...workers.keys()].map((w) => w.process.pid) },
     'listening',

@@ -1,24 +1,36 @@
+import { constants } from 'node:os';
+
 /** Signals that end a process by default, and that `serve` answers with a drain once it is running. */
 const ENDING = ['SIGTERM', 'SIGINT'] as const;
 
 export interface StartUpSignals {
-  /** Removes the start-up handlers, just before the running gateway's own are added. */
+  /** What to write before a signal ends the process: the logger's buffered lines, once there is a logger. */
+  flushLogsWith(flush: () => void): void;
+  /**
+   * Removes the start-up handlers. Call it right after the running gateway's own handlers are added,
+   * never before: a signal already received but not yet handled goes to whichever handlers are there
+   * when the event loop next turns, and is dropped if there are none (Node closes a signal's watch
+   * with its last listener).
+   */
   release(): { readonly reloadAsked: boolean };
 }
 
 /**
- * From the start of `serve` until the gateway has its own signal handlers. Node's defaults would end
- * the process at once: on SIGTERM or SIGINT without the `exit` event, so the log lines still
- * buffered (up to 200 ms of them, the ones that say what start-up was doing) were lost; and on
- * SIGHUP, the policy-reload signal, so a reload sent to a gateway that was starting killed it.
+ * From the start of `serve` (before its modules load: most of start-up) until the gateway has its own
+ * signal handlers. Node's defaults would end the process at once: on SIGTERM or SIGINT without the
+ * `exit` event, so log lines still buffered would be lost; and on SIGHUP, the policy-reload signal,
+ * so a reload sent to a gateway that was starting killed it.
  *
  * Here a SIGTERM or SIGINT writes the buffered lines and then ends the process by the same signal,
  * as the default would have: whoever waits for the process (a supervisor, the cluster primary for a
- * worker still starting) sees what it saw before. A SIGHUP is remembered, and `release` says so:
+ * worker still starting) sees what it saw before. As PID 1 (a container's entry point) the kernel
+ * ignores a signal's default action, so there it exits with 128 + the signal's number, the status a
+ * shell and Docker report for a process killed by it. A SIGHUP is remembered, and `release` says so:
  * the policy may have been read before the change it announces, so the caller reloads once running.
  */
-export function holdSignalsDuringStartUp(flushLogs: () => void): StartUpSignals {
+export function holdSignalsDuringStartUp(): StartUpSignals {
   let reloadAsked = false;
+  let flushLogs = () => {};
   const onHup = () => {
     reloadAsked = true;
   };
@@ -28,6 +40,7 @@ export function holdSignalsDuringStartUp(flushLogs: () => void): StartUpSignals 
   };
   function end(signal: NodeJS.Signals) {
     flushLogs();
+    if (process.pid === 1) process.exit(128 + constants.signals[signal]);
     // With no listener left, Node restores the default action, and the signal ends the process.
     remove();
     process.kill(process.pid, signal);
@@ -35,6 +48,9 @@ export function holdSignalsDuringStartUp(flushLogs: () => void): StartUpSignals 
   for (const signal of ENDING) process.on(signal, end);
   process.on('SIGHUP', onHup);
   return {
+    flushLogsWith(flush) {
+      flushLogs = flush;
+    },
     release() {
       remove();
       return { reloadAsked };

@@ -2,16 +2,13 @@ import { DEFAULT_POLICY_FILE } from '../config/env.js';
 import { formatPolicyError, loadPolicy } from '../config/load-policy.js';
 import type { CompiledPolicy } from '../policy/compile.js';
 import { diffPolicies, routeTable } from '../policy/diff.js';
-import { CommandError, UsageError } from './usage-error.js';
+import { PolicyInvalid, UsageError } from './usage-error.js';
 
 export const POLICY_USAGE = `usage:
   acquirer-gateway policy check [FILE]     validate as serve would (exit 0, or 1 with file:line:column: reason)
   acquirer-gateway policy diff OLD NEW     what changed, as Markdown for a pull request
   acquirer-gateway policy routes [FILE]    the effective route table
 FILE defaults to POLICY_FILE, else ${DEFAULT_POLICY_FILE}`;
-
-/** Thrown with every problem already printed: exit 1, nothing more to say. */
-class PolicyInvalid extends CommandError {}
 
 async function load(file: string, err: (line: string) => void): Promise<CompiledPolicy> {
   const result = await loadPolicy(file);
@@ -54,5 +51,3 @@ export async function policyCommand(args: string[], ctx: PolicyContext): Promise
       throw new UsageError(sub === undefined ? POLICY_USAGE : `unknown policy command "${sub}"\n${POLICY_USAGE}`);
   }
 }
-
-export { PolicyInvalid };

@@ -5,15 +5,18 @@ import { CONFIG_FIELDS, ConfigError, flagName, loadConfig } from '../config/env.
 import { loadPolicyOrThrow, PolicyLoadError } from '../config/load-policy.js';
 import { createLogger, type Logger } from '../logger.js';
 import { startGateway, type RunningGateway } from '../server.js';
-import { holdSignalsDuringStartUp } from '../start-up-signals.js';
+import type { StartUpSignals } from '../start-up-signals.js';
 import { CommandError, UsageError } from './usage-error.js';
 
 const SERVE_FLAGS = Object.fromEntries(
   Object.values(CONFIG_FIELDS).map((spec) => [flagName(spec.env), { type: 'string' as const }]),
 );
 
-/** `acquirer-gateway serve`: runs until SIGTERM or SIGINT. */
-export async function serveCommand(args: string[]): Promise<void> {
+/**
+ * `acquirer-gateway serve`: runs until SIGTERM or SIGINT. `startUp` holds the signals until the
+ * gateway's own handlers are in place (the CLI starts it before this module loads).
+ */
+export async function serveCommand(args: string[], startUp: StartUpSignals): Promise<void> {
   let flags: Record<string, string | undefined>;
   try {
     flags = parseArgs({ args, options: SERVE_FLAGS, strict: true, allowPositionals: false }).values as Record<string, string>;
@@ -32,7 +35,7 @@ export async function serveCommand(args: string[]): Promise<void> {
   const logger = createLogger(config.logLevel, undefined, clustered ? { pid: process.pid } : {});
   // A fault in one request's handling is logged, never allowed to take every other request down.
   process.on('unhandledRejection', (reason) => logger.error({ err: reason }, 'unhandled rejection'));
-  const startUp = holdSignalsDuringStartUp(() => logger.flush());
+  startUp.flushLogsWith(() => logger.flush());
   if (clustered && cluster.isPrimary) {
     try {
       // One clear refusal of a bad policy here, rather than one from every worker.
@@ -60,9 +63,10 @@ export async function serveCommand(args: string[]): Promise<void> {
     if (code === 'EACCES') throw new CommandError(`PORT: not allowed to listen on ${config.port}`);
     throw err;
   }
-  const { reloadAsked } = startUp.release();
   if (clustered) serveAsWorker(gateway, logger);
   else handleSignals(gateway, logger);
+  // Only now: a signal received but not yet handled goes to the handlers just added.
+  const { reloadAsked } = startUp.release();
   if (reloadAsked) void gateway.reloadPolicy();
 }
 

@@ -13,3 +13,6 @@ export class CommandError extends Error {
     this.name = 'CommandError';
   }
 }
+
+/** A refused policy file: its problems are printed already, one `file:line:column: reason` per line; exit code 1. */
+export class PolicyInvalid extends CommandError {}

@@ -1,5 +1,6 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { mkdtemp, open } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -22,7 +23,14 @@ interface Ended {
   readonly stdout: string;
 }
 
+/** Every child a test started: one still running when the test ends (it failed) is killed. */
+const children: ChildProcess[] = [];
+afterEach(() => {
+  for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+});
+
 function collect(child: ChildProcess): { readonly lines: string[]; readonly ended: Promise<Ended> } {
+  children.push(child);
   let stdout = '';
   const lines: string[] = [];
   child.stdout!.on('data', (d: Buffer) => {
@@ -42,7 +50,7 @@ describe('the logger and the start-up hold, in a process that signals itself', (
 const { createLogger } = await import(${JSON.stringify(dist('logger.js'))});
 const { holdSignalsDuringStartUp } = await import(${JSON.stringify(dist('start-up-signals.js'))});
 const logger = createLogger('info');
-holdSignalsDuringStartUp(() => logger.flush());
+holdSignalsDuringStartUp().flushLogsWith(() => logger.flush());
 for (let i = 0; i < 20; i++) logger.info({ i }, 'starting');
 process.kill(process.pid, ${JSON.stringify(signal)});
 // Only if the signal did not end the process:
@@ -56,6 +64,43 @@ setTimeout(() => { logger.info('still running'); process.exit(3); }, 2000);
     expect(stdout.split('\n').filter(Boolean).map((l) => [JSON.parse(l).msg, JSON.parse(l).i])).toEqual(Array.from({ length: 20 }, (_, i) => ['starting', i]));
   });
 });
+
+describe('a signal that comes while start-up runs without a break', () => {
+  /**
+   * The signal arrives while JavaScript is busy (parsing and compiling the policy and listening run
+   * in one go): it waits for the next turn of the event loop, and must reach the handlers in place
+   * then. The gateway's own handlers go in before the hold is released; released first, the signal
+   * was dropped with the hold's watch.
+   */
+  const child = (signal: string) => `
+const { holdSignalsDuringStartUp } = await import(${JSON.stringify(dist('start-up-signals.js'))});
+const startUp = holdSignalsDuringStartUp();
+process.kill(process.pid, ${JSON.stringify(signal)});
+for (const started = Date.now(); Date.now() - started < 100; ); // start-up's work, without a break
+process.on(${JSON.stringify(signal)}, () => { console.log('the gateway handled ${signal}'); process.exit(0); });
+const { reloadAsked } = startUp.release();
+console.log('released, reload asked: ' + reloadAsked);
+setTimeout(() => { console.log('nobody handled it'); process.exit(7); }, 2000);
+`;
+
+  it.each(['SIGTERM', 'SIGHUP'])('%s goes to the gateway\'s handlers', async (signal) => {
+    const proc = spawn(process.execPath, ['--input-type=module', '-e', child(signal)], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const { code, stdout } = await collect(proc).ended;
+    expect({ code, stdout }).toEqual({ code: 0, stdout: `released, reload asked: false\nthe gateway handled ${signal}\n` });
+  });
+});
+
+/**
+ * Loaded before the gateway (in every process, workers too): a process's first listen says so on
+ * stderr and then keeps JavaScript busy for a second, as a long policy compile would.
+ */
+const BUSY_LISTEN = `--import=data:text/javascript,${encodeURIComponent(`import net from 'node:net';
+const listen = net.Server.prototype.listen;
+let first = true;
+net.Server.prototype.listen = function (...args) {
+  if (first) { first = false; process.stderr.write('listen: busy\\n'); for (const t = Date.now(); Date.now() - t < 1000; ); }
+  return listen.apply(this, args);
+};`)}`;
 
 describe('serve, held at start-up by a policy file that is a named pipe', () => {
   const policy = readFileSync('policies/acquirer-api.yaml', 'utf8');
@@ -118,6 +163,33 @@ describe('serve, held at start-up by a policy file that is a named pipe', () => 
     }
   });
 
+  it('a SIGTERM while the last stretch of start-up runs (listening) reaches the running gateway: it drains and exits 0', async () => {
+    // From the policy read to the running gateway's handlers, start-up runs without a turn of the
+    // event loop, so the signal waits until the handlers in place then.
+    const proc = spawn(process.execPath, [CLI, 'serve'], {
+      env: {
+        PATH: process.env.PATH,
+        PORT: '0',
+        HOST: '127.0.0.1',
+        ADMIN_PORT: '0',
+        LOG_LEVEL: 'info',
+        POLICY_FILE: 'policies/acquirer-api.yaml',
+        UPSTREAM_URL: 'http://127.0.0.1:9',
+        REDIS_URL: 'redis://127.0.0.1:9',
+        NODE_OPTIONS: BUSY_LISTEN,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const out = collect(proc);
+    let stderr = '';
+    proc.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+    await waitFor(() => stderr.includes('listen: busy'), { what: 'the first listen', timeoutMs: 10_000 });
+    proc.kill('SIGTERM');
+    const { code, signal } = await out.ended;
+    expect({ code, signal }).toEqual({ code: 0, signal: null });
+    expect(out.lines.map((l) => JSON.parse(l).msg)).toEqual(expect.arrayContaining(['listening', 'signal received', 'stopped']));
+  }, 20_000);
+
   it.each(['SIGTERM', 'SIGINT'] as const)('%s ends it by that signal, without waiting for the policy', async (signal) => {
     const g = await serveHeld();
     const handle = await open(g.fifo, 'w');
@@ -129,4 +201,50 @@ describe('serve, held at start-up by a policy file that is a named pipe', () => 
       await handle.close();
     }
   });
+
+  it('WORKERS=2: a SIGHUP to the primary while the workers start (policy read, not yet listening) reloads each once it runs', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'start-up-signals-'));
+    const file = path.join(dir, 'policy.yaml');
+    writeFileSync(file, policy);
+    const proc = spawn(process.execPath, [CLI, 'serve'], {
+      env: {
+        PATH: process.env.PATH,
+        WORKERS: '2',
+        PORT: '0',
+        HOST: '127.0.0.1',
+        ADMIN_PORT: '0',
+        LOG_LEVEL: 'info',
+        POLICY_FILE: file,
+        POLICY_WATCH: 'false',
+        UPSTREAM_URL: 'http://127.0.0.1:9',
+        REDIS_URL: 'redis://127.0.0.1:9',
+        NODE_OPTIONS: BUSY_LISTEN,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const out = collect(proc);
+    let stderr = '';
+    proc.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+    try {
+      // The primary's admin listener, then each worker's first listen: both workers have read the policy.
+      await waitFor(() => stderr.split('listen: busy').length - 1 === 3, { what: 'both workers to be listening', timeoutMs: 15_000 });
+      const changed = `${policy}\n# changed while the workers started\n`;
+      writeFileSync(file, changed);
+      proc.kill('SIGHUP');
+      const listening = await waitFor(() => out.lines.map((l) => JSON.parse(l)).find((e) => e.msg === 'listening' && e.workers), { what: 'the primary to listen', timeoutMs: 10_000 });
+      const hash = createHash('sha256').update(changed).digest('hex');
+      const admin = `http://127.0.0.1:${listening.admin_port}`;
+      const metrics = await waitFor(
+        async () => {
+          const text = (await request(admin, '/metrics')).body.toString();
+          return /^acquirer_gateway_policy_reloads_total\{result="success"\} 2$/m.test(text) ? text : undefined;
+        },
+        { what: 'both workers to reload' },
+      );
+      expect(metrics).toContain(`acquirer_gateway_policy_info{hash="${hash}"} 1`);
+    } finally {
+      proc.kill('SIGTERM');
+      await out.ended;
+    }
+  }, 30_000);
 });
