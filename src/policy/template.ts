@@ -78,10 +78,47 @@ export function compileTemplate(path: string, params: Readonly<Record<string, Pa
   };
 }
 
+/** Each template's automaton, built once however many routes it is compared with. */
+const automata = new WeakMap<CompiledTemplate, NFA>();
+
 function automaton(template: CompiledTemplate): NFA {
-  // refa works on unanchored expressions; the template's regex is anchored at both ends.
-  const { expression, maxCharacter } = JS.Parser.fromLiteral(new RegExp(template.regex.source.slice(1, -1))).parse();
-  return NFA.fromRegex(expression, { maxCharacter });
+  let nfa = automata.get(template);
+  if (nfa === undefined) {
+    // refa works on unanchored expressions; the template's regex is anchored at both ends.
+    const { expression, maxCharacter } = JS.Parser.fromLiteral(new RegExp(template.regex.source.slice(1, -1))).parse();
+    nfa = NFA.fromRegex(expression, { maxCharacter });
+    automata.set(template, nfa);
+  }
+  return nfa;
+}
+
+/**
+ * True when no segment can match both: two different literals, or a literal its counterpart's
+ * pattern refuses. Neither a literal nor a parameter's pattern holds a "/", so a path matches a
+ * template segment by segment, and one such pair rules out every path. Settles nearly every pair of
+ * routes without the automata (comparing every route with every other that way made a policy of a
+ * few hundred routes take seconds to load: bench/RESULTS.md).
+ */
+function segmentsExclude(a: CompiledTemplate, b: CompiledTemplate): boolean {
+  for (let i = 0; i < a.segments.length; i++) {
+    const x = a.segments[i]!;
+    const y = b.segments[i]!;
+    if (x.kind === 'literal' && y.kind === 'literal') {
+      if (x.text !== y.text) return true;
+    } else if (x.kind === 'literal') {
+      if (!segmentRegex(y).test(x.text)) return true;
+    } else if (y.kind === 'literal' && !segmentRegex(x).test(y.text)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+const segmentRegexes = new WeakMap<Segment, RegExp>();
+function segmentRegex(segment: Segment): RegExp {
+  let regex = segmentRegexes.get(segment);
+  if (regex === undefined) segmentRegexes.set(segment, (regex = new RegExp(`^${segmentPattern(segment)}$`)));
+  return regex;
 }
 
 /**
@@ -91,7 +128,7 @@ function automaton(template: CompiledTemplate): NFA {
  * reported; that errs on the side of refusing a policy.
  */
 export function overlappingPath(a: CompiledTemplate, b: CompiledTemplate): string | null {
-  if (a.segments.length !== b.segments.length) return null;
+  if (a.segments.length !== b.segments.length || segmentsExclude(a, b)) return null;
   let first: string | null = null;
   let sets = 0;
   for (const wordSet of getIntersectionWordSets(automaton(a), automaton(b))) {

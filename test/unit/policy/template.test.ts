@@ -1,4 +1,5 @@
-import { compileTemplate, overlappingPath, templateMatches } from '../../../src/policy/template.js';
+import { getIntersectionWordSets, JS, NFA } from 'refa';
+import { compileTemplate, overlappingPath, templateMatches, type CompiledTemplate } from '../../../src/policy/template.js';
 import type { ParamTypeName } from '../../../src/policy/param-types.js';
 
 const t = (path: string, params: Record<string, ParamTypeName> = {}) => compileTemplate(path, params);
@@ -31,6 +32,40 @@ describe('overlappingPath', () => {
     [t('/v1/x'), t('/v1/y')],
   ])('knows disjoint templates (%#)', (a, b) => {
     expect(overlappingPath(a, b)).toBeNull();
+  });
+});
+
+describe('overlappingPath settles most pairs segment by segment, and agrees with the automata on every pair', () => {
+  // Literals and parameters of every type, with and without a prefix or suffix, in the second of
+  // three segments; the first and last are literals, equal or not.
+  const middles: [string, Record<string, ParamTypeName>][] = [
+    ['latest', {}],
+    ['123', {}],
+    ['2024-01-31', {}],
+    ['00000000-0000-0000-0000-000000000000.csv', {}],
+    ['a-b', {}],
+    [':p', { p: 'slug' }],
+    [':p', { p: 'uuid' }],
+    [':p', { p: 'date' }],
+    [':p', { p: 'integer' }],
+    [':p.csv', { p: 'uuid' }],
+    ['a-:p', { p: 'slug' }],
+    [':p-b', { p: 'slug' }],
+  ];
+  const templates = ['x', 'y'].flatMap((first) => ['z', 'w'].flatMap((last) => middles.map(([middle, params]) => t(`/${first}/${middle}/${last}`, params))));
+  /** The oracle: does any string match both, by intersecting the two whole-path automata. */
+  const automaton = (template: CompiledTemplate) => {
+    const { expression, maxCharacter } = JS.Parser.fromLiteral(new RegExp(template.regex.source.slice(1, -1))).parse();
+    return NFA.fromRegex(expression, { maxCharacter });
+  };
+  const intersect = (a: CompiledTemplate, b: CompiledTemplate) => !getIntersectionWordSets(automaton(a), automaton(b))[Symbol.iterator]().next().done;
+
+  it.each(templates.map((a) => [a.regex.source, a] as const))('%s against every template', (_name, a) => {
+    for (const b of templates) {
+      const witness = overlappingPath(a, b);
+      expect({ b: b.regex.source, overlaps: witness !== null }).toEqual({ b: b.regex.source, overlaps: intersect(a, b) });
+      if (witness !== null && templateMatches(a, witness)) expect(templateMatches(b, witness)).toBe(true);
+    }
   });
 });
 
