@@ -44,6 +44,30 @@ function collect(child: ChildProcess): { readonly lines: string[]; readonly ende
   return { lines, ended };
 }
 
+/**
+ * `serve` with nothing outside needed: no upstream and no Redis listen (the gateway starts all the
+ * same, its key store reported down). stdout is collected; stderr too, as `stderr()`.
+ */
+function spawnServe(env: Record<string, string>) {
+  const proc = spawn(process.execPath, [CLI, 'serve'], {
+    env: {
+      PATH: process.env.PATH,
+      PORT: '0',
+      HOST: '127.0.0.1',
+      ADMIN_PORT: '0',
+      LOG_LEVEL: 'info',
+      POLICY_WATCH: 'false',
+      UPSTREAM_URL: 'http://127.0.0.1:9',
+      REDIS_URL: 'redis://127.0.0.1:9',
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  proc.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+  return { proc, ...collect(proc), stderr: () => stderr };
+}
+
 describe('the logger and the start-up hold, in a process that signals itself', () => {
   /** Logs 20 lines (well under a block: all still buffered), then sends itself `signal`. */
   const child = (signal: string) => `
@@ -113,22 +137,7 @@ describe('serve, held at start-up by a policy file that is a named pipe', () => 
   async function serveHeld() {
     const fifo = path.join(await mkdtemp(path.join(tmpdir(), 'start-up-signals-')), 'policy.yaml');
     execFileSync('mkfifo', [fifo]);
-    const proc = spawn(process.execPath, [CLI, 'serve'], {
-      env: {
-        PATH: process.env.PATH,
-        PORT: '0',
-        HOST: '127.0.0.1',
-        ADMIN_PORT: '0',
-        LOG_LEVEL: 'info',
-        POLICY_FILE: fifo,
-        POLICY_WATCH: 'false',
-        UPSTREAM_URL: 'http://127.0.0.1:9',
-        // Nothing listens: the gateway starts all the same, its key store reported down.
-        REDIS_URL: 'redis://127.0.0.1:9',
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    const out = collect(proc);
+    const served = spawnServe({ POLICY_FILE: fifo });
     /** Resolves once the gateway has opened the FIFO to read it; closing the handle ends that read. */
     const feed = async (text: string) => {
       const handle = await open(fifo, 'w');
@@ -138,7 +147,7 @@ describe('serve, held at start-up by a policy file that is a named pipe', () => 
         await handle.close();
       }
     };
-    return { proc, ...out, fifo, feed };
+    return { ...served, fifo, feed };
   }
 
   it('SIGHUP does not end it; once running it reloads the policy, and sees what changed', async () => {
@@ -166,25 +175,9 @@ describe('serve, held at start-up by a policy file that is a named pipe', () => 
   it('a SIGTERM while the last stretch of start-up runs (listening) reaches the running gateway: it drains and exits 0', async () => {
     // From the policy read to the running gateway's handlers, start-up runs without a turn of the
     // event loop, so the signal waits until the handlers in place then.
-    const proc = spawn(process.execPath, [CLI, 'serve'], {
-      env: {
-        PATH: process.env.PATH,
-        PORT: '0',
-        HOST: '127.0.0.1',
-        ADMIN_PORT: '0',
-        LOG_LEVEL: 'info',
-        POLICY_FILE: 'policies/acquirer-api.yaml',
-        UPSTREAM_URL: 'http://127.0.0.1:9',
-        REDIS_URL: 'redis://127.0.0.1:9',
-        NODE_OPTIONS: BUSY_LISTEN,
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    const out = collect(proc);
-    let stderr = '';
-    proc.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
-    await waitFor(() => stderr.includes('listen: busy'), { what: 'the first listen', timeoutMs: 10_000 });
-    proc.kill('SIGTERM');
+    const out = spawnServe({ POLICY_FILE: 'policies/acquirer-api.yaml', NODE_OPTIONS: BUSY_LISTEN });
+    await waitFor(() => out.stderr().includes('listen: busy'), { what: 'the first listen', timeoutMs: 10_000 });
+    out.proc.kill('SIGTERM');
     const { code, signal } = await out.ended;
     expect({ code, signal }).toEqual({ code: 0, signal: null });
     expect(out.lines.map((l) => JSON.parse(l).msg)).toEqual(expect.arrayContaining(['listening', 'signal received', 'stopped']));
@@ -206,31 +199,13 @@ describe('serve, held at start-up by a policy file that is a named pipe', () => 
     const dir = await mkdtemp(path.join(tmpdir(), 'start-up-signals-'));
     const file = path.join(dir, 'policy.yaml');
     writeFileSync(file, policy);
-    const proc = spawn(process.execPath, [CLI, 'serve'], {
-      env: {
-        PATH: process.env.PATH,
-        WORKERS: '2',
-        PORT: '0',
-        HOST: '127.0.0.1',
-        ADMIN_PORT: '0',
-        LOG_LEVEL: 'info',
-        POLICY_FILE: file,
-        POLICY_WATCH: 'false',
-        UPSTREAM_URL: 'http://127.0.0.1:9',
-        REDIS_URL: 'redis://127.0.0.1:9',
-        NODE_OPTIONS: BUSY_LISTEN,
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    const out = collect(proc);
-    let stderr = '';
-    proc.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+    const out = spawnServe({ WORKERS: '2', POLICY_FILE: file, NODE_OPTIONS: BUSY_LISTEN });
     try {
       // The primary's admin listener, then each worker's first listen: both workers have read the policy.
-      await waitFor(() => stderr.split('listen: busy').length - 1 === 3, { what: 'both workers to be listening', timeoutMs: 15_000 });
+      await waitFor(() => out.stderr().split('listen: busy').length - 1 === 3, { what: 'both workers to be listening', timeoutMs: 15_000 });
       const changed = `${policy}\n# changed while the workers started\n`;
       writeFileSync(file, changed);
-      proc.kill('SIGHUP');
+      out.proc.kill('SIGHUP');
       const listening = await waitFor(() => out.lines.map((l) => JSON.parse(l)).find((e) => e.msg === 'listening' && e.workers), { what: 'the primary to listen', timeoutMs: 10_000 });
       const hash = createHash('sha256').update(changed).digest('hex');
       const admin = `http://127.0.0.1:${listening.admin_port}`;
@@ -243,7 +218,7 @@ describe('serve, held at start-up by a policy file that is a named pipe', () => 
       );
       expect(metrics).toContain(`acquirer_gateway_policy_info{hash="${hash}"} 1`);
     } finally {
-      proc.kill('SIGTERM');
+      out.proc.kill('SIGTERM');
       await out.ended;
     }
   }, 30_000);
