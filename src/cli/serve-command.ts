@@ -67,7 +67,9 @@ export async function serveCommand(args: string[], startUp: StartUpSignals): Pro
   else handleSignals(gateway, logger);
   // Only now: a signal received but not yet handled goes to the handlers just added.
   const { reloadAsked } = startUp.release();
-  if (reloadAsked) void gateway.reloadPolicy();
+  // A worker's reloads come from the primary, which also sends one to a worker that was starting
+  // when the SIGHUP came (a SIGHUP to the process group reaches both): reloading here too would be twice.
+  if (reloadAsked && !clustered) void gateway.reloadPolicy();
 }
 
 /** A single process: SIGTERM or SIGINT drains and exits, a second one exits at once; SIGHUP reloads the policy. */

@@ -48,8 +48,9 @@ function collect(child: ChildProcess): { readonly lines: string[]; readonly ende
  * `serve` with nothing outside needed: no upstream and no Redis listen (the gateway starts all the
  * same, its key store reported down). stdout is collected; stderr too, as `stderr()`.
  */
-function spawnServe(env: Record<string, string>) {
+function spawnServe(env: Record<string, string>, { ownProcessGroup = false } = {}) {
   const proc = spawn(process.execPath, [CLI, 'serve'], {
+    detached: ownProcessGroup,
     env: {
       PATH: process.env.PATH,
       PORT: '0',
@@ -195,17 +196,18 @@ describe('serve, held at start-up by a policy file that is a named pipe', () => 
     }
   });
 
-  it('WORKERS=2: a SIGHUP to the primary while the workers start (policy read, not yet listening) reloads each once it runs', async () => {
+  it('WORKERS=2: a SIGHUP to the process group while the workers start (policy read, not yet listening) reloads each once it runs', async () => {
     const dir = await mkdtemp(path.join(tmpdir(), 'start-up-signals-'));
     const file = path.join(dir, 'policy.yaml');
     writeFileSync(file, policy);
-    const out = spawnServe({ WORKERS: '2', POLICY_FILE: file, NODE_OPTIONS: BUSY_LISTEN });
+    // In a process group of its own, so that the SIGHUP reaches every process, as a terminal's does.
+    const out = spawnServe({ WORKERS: '2', POLICY_FILE: file, NODE_OPTIONS: BUSY_LISTEN }, { ownProcessGroup: true });
     try {
       // The primary's admin listener, then each worker's first listen: both workers have read the policy.
       await waitFor(() => out.stderr().split('listen: busy').length - 1 === 3, { what: 'both workers to be listening', timeoutMs: 15_000 });
       const changed = `${policy}\n# changed while the workers started\n`;
       writeFileSync(file, changed);
-      out.proc.kill('SIGHUP');
+      process.kill(-out.proc.pid!, 'SIGHUP');
       const listening = await waitFor(() => out.lines.map((l) => JSON.parse(l)).find((e) => e.msg === 'listening' && e.workers), { what: 'the primary to listen', timeoutMs: 10_000 });
       const hash = createHash('sha256').update(changed).digest('hex');
       const admin = `http://127.0.0.1:${listening.admin_port}`;
@@ -217,6 +219,8 @@ describe('serve, held at start-up by a policy file that is a named pipe', () => 
         { what: 'both workers to reload' },
       );
       expect(metrics).toContain(`acquirer_gateway_policy_info{hash="${hash}"} 1`);
+      // Once each: the primary tells them; a worker's own SIGHUP is not a second reload.
+      expect(metrics).not.toMatch(/policy_reloads_total\{result="unchanged"\}/);
     } finally {
       out.proc.kill('SIGTERM');
       await out.ended;
