@@ -127,6 +127,30 @@ net.Server.prototype.listen = function (...args) {
   return listen.apply(this, args);
 };`)}`;
 
+/**
+ * Loaded before the gateway, in every process: a process's first listen waits a second (the event
+ * loop turns meanwhile, so a signal meets the start-up hold), saying so on stderr; and every read of
+ * the policy file says so, with the reader's pid.
+ */
+const WAITING_LISTEN = `--import=data:text/javascript,${encodeURIComponent(`import net from 'node:net';
+import fs from 'node:fs';
+import { syncBuiltinESMExports } from 'node:module';
+const readFile = fs.promises.readFile;
+fs.promises.readFile = function (file, ...rest) {
+  if (String(file).endsWith('policy.yaml')) process.stderr.write('policy read by ' + process.pid + '\\n');
+  return readFile.call(this, file, ...rest);
+};
+syncBuiltinESMExports();
+const listen = net.Server.prototype.listen;
+let first = true;
+net.Server.prototype.listen = function (...args) {
+  if (!first) return listen.apply(this, args);
+  first = false;
+  process.stderr.write('listen: waiting\\n');
+  setTimeout(() => listen.apply(this, args), 1000);
+  return this;
+};`)}`;
+
 describe('serve, held at start-up by a policy file that is a named pipe', () => {
   const policy = readFileSync('policies/acquirer-api.yaml', 'utf8');
 
@@ -196,19 +220,26 @@ describe('serve, held at start-up by a policy file that is a named pipe', () => 
     }
   });
 
-  it('WORKERS=2: a SIGHUP to the process group while the workers start (policy read, not yet listening) reloads each once it runs', async () => {
-    const dir = await mkdtemp(path.join(tmpdir(), 'start-up-signals-'));
-    const file = path.join(dir, 'policy.yaml');
+  /**
+   * WORKERS=2 with `hook` loaded in every process; once the primary's admin listener and both
+   * workers' first listens have said `announces` (the workers have read the policy), the policy file
+   * changes and the whole process group gets a SIGHUP, as from a terminal. Resolves once the primary listens.
+   */
+  async function sighupWhileWorkersStart(hook: string, announces: string) {
+    const file = path.join(await mkdtemp(path.join(tmpdir(), 'start-up-signals-')), 'policy.yaml');
     writeFileSync(file, policy);
-    // In a process group of its own, so that the SIGHUP reaches every process, as a terminal's does.
-    const out = spawnServe({ WORKERS: '2', POLICY_FILE: file, NODE_OPTIONS: BUSY_LISTEN }, { ownProcessGroup: true });
+    const out = spawnServe({ WORKERS: '2', POLICY_FILE: file, NODE_OPTIONS: hook }, { ownProcessGroup: true });
+    await waitFor(() => out.stderr().split(announces).length - 1 === 3, { what: 'both workers to be listening', timeoutMs: 15_000 });
+    const changed = `${policy}\n# changed while the workers started\n`;
+    writeFileSync(file, changed);
+    process.kill(-out.proc.pid!, 'SIGHUP');
+    const listening = await waitFor(() => out.lines.map((l) => JSON.parse(l)).find((e) => e.msg === 'listening' && e.workers), { what: 'the primary to listen', timeoutMs: 10_000 });
+    return { out, changed, listening };
+  }
+
+  it('WORKERS=2: a SIGHUP to the process group while the workers start (policy read, not yet listening) reloads each once it runs', async () => {
+    const { out, changed, listening } = await sighupWhileWorkersStart(BUSY_LISTEN, 'listen: busy');
     try {
-      // The primary's admin listener, then each worker's first listen: both workers have read the policy.
-      await waitFor(() => out.stderr().split('listen: busy').length - 1 === 3, { what: 'both workers to be listening', timeoutMs: 15_000 });
-      const changed = `${policy}\n# changed while the workers started\n`;
-      writeFileSync(file, changed);
-      process.kill(-out.proc.pid!, 'SIGHUP');
-      const listening = await waitFor(() => out.lines.map((l) => JSON.parse(l)).find((e) => e.msg === 'listening' && e.workers), { what: 'the primary to listen', timeoutMs: 10_000 });
       const hash = createHash('sha256').update(changed).digest('hex');
       const admin = `http://127.0.0.1:${listening.admin_port}`;
       const metrics = await waitFor(
@@ -221,6 +252,24 @@ describe('serve, held at start-up by a policy file that is a named pipe', () => 
       expect(metrics).toContain(`acquirer_gateway_policy_info{hash="${hash}"} 1`);
       // Once each: the primary tells them; a worker's own SIGHUP is not a second reload.
       expect(metrics).not.toMatch(/policy_reloads_total\{result="unchanged"\}/);
+    } finally {
+      out.proc.kill('SIGTERM');
+      await out.ended;
+    }
+  }, 30_000);
+
+  it('WORKERS=2: a SIGHUP to the process group while the workers start, between turns of the event loop: each worker reads the policy again once, not twice', async () => {
+    // The primary (which tells each starting worker to reload once ready) and each worker's start-up hold get it.
+    const { out, listening } = await sighupWhileWorkersStart(WAITING_LISTEN, 'listen: waiting');
+    try {
+      const admin = `http://127.0.0.1:${listening.admin_port}`;
+      const successes = async () => /^acquirer_gateway_policy_reloads_total\{result="success"\} 2$/m.test((await request(admin, '/metrics')).body.toString());
+      await waitFor(successes, { what: 'both workers to reload' });
+      // A reload asked for twice would be under way by now: a worker answers the scrape only after
+      // the primary's reload message, and starts a pending load as soon as the one before ends.
+      await request(admin, '/metrics');
+      const readsBy = (pid: number) => out.stderr().split('\n').filter((l) => l === `policy read by ${pid}`).length;
+      expect((listening.workers as number[]).map(readsBy)).toEqual([2, 2]); // at start-up, and the one reload
     } finally {
       out.proc.kill('SIGTERM');
       await out.ended;
