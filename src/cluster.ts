@@ -69,7 +69,7 @@ export class WorkerStartError extends Error {}
  * listens. Resolves once running; the process then ends on SIGTERM/SIGINT after every worker has
  * drained. Rejects with WorkerStartError when a worker cannot start (its own error is on stderr).
  */
-export async function runPrimary(config: Config, logger: Logger, startUp?: StartUpSignals): Promise<void> {
+export async function runPrimary(config: Config, logger: Logger, startUp: StartUpSignals): Promise<void> {
   /** Each live worker, and when it said it listens (performance.now()); undefined while it starts. */
   const workers = new Map<Worker, number | undefined>();
   const pacer = new RestartPacer();
@@ -237,18 +237,19 @@ export async function runPrimary(config: Config, logger: Logger, startUp?: Start
     signalled = true;
     void stop(signal, 0);
   };
-  process.on('SIGTERM', () => onSignal('SIGTERM'));
-  process.on('SIGINT', () => onSignal('SIGINT'));
-  process.on('SIGHUP', () => {
-    for (const [worker, since] of workers) {
-      // One still starting may have read the policy before the change: it reloads once it is ready.
-      if (since === undefined) reloadWhenReady.add(worker);
-      else if (worker.isConnected()) worker.send({ tag: TAG, type: 'reload' } satisfies Message);
-    }
-  });
-  // Only now, with the handlers above in place (see StartUpSignals.release). The workers are forked
-  // after this and read the policy themselves: a reload asked for until now needs nothing.
-  startUp?.release();
+  const addSignalHandlers = () => {
+    process.on('SIGTERM', () => onSignal('SIGTERM'));
+    process.on('SIGINT', () => onSignal('SIGINT'));
+    process.on('SIGHUP', () => {
+      for (const [worker, since] of workers) {
+        // One still starting may have read the policy before the change: it reloads once it is ready.
+        if (since === undefined) reloadWhenReady.add(worker);
+        else if (worker.isConnected()) worker.send({ tag: TAG, type: 'reload' } satisfies Message);
+      }
+    });
+  };
+  // The workers are forked after this and read the policy themselves: a reload asked for until now needs nothing.
+  startUp.handOver(addSignalHandlers);
 
   const first = Array.from({ length: config.workers }, fork);
   let port: number | undefined;

@@ -7,12 +7,12 @@ export interface StartUpSignals {
   /** What to write before a signal ends the process: the logger's buffered lines, once there is a logger. */
   flushLogsWith(flush: () => void): void;
   /**
-   * Removes the start-up handlers. Call it right after the running gateway's own handlers are added,
-   * never before: a signal already received but not yet handled goes to whichever handlers are there
-   * when the event loop next turns, and is dropped if there are none (Node closes a signal's watch
-   * with its last listener).
+   * Hands the signals over to the running gateway: `addRunningHandlers` adds its own handlers, and
+   * only then are the start-up handlers removed. In that order, because a signal already received but
+   * not yet handled goes to whichever handlers are there when the event loop next turns, and is
+   * dropped if there are none (Node closes a signal's watch with its last listener).
    */
-  release(): { readonly reloadAsked: boolean };
+  handOver(addRunningHandlers: () => void): { readonly reloadAsked: boolean };
 }
 
 /**
@@ -25,7 +25,7 @@ export interface StartUpSignals {
  * as the default would have: whoever waits for the process (a supervisor, the cluster primary for a
  * worker still starting) sees what it saw before. As PID 1 (a container's entry point) the kernel
  * ignores a signal's default action, so there it exits with 128 + the signal's number, the status a
- * shell and Docker report for a process killed by it. A SIGHUP is remembered, and `release` says so:
+ * shell and Docker report for a process killed by it. A SIGHUP is remembered, and `handOver` says so:
  * the policy may have been read before the change it announces, so the caller reloads once running.
  */
 export function holdSignalsDuringStartUp(): StartUpSignals {
@@ -51,7 +51,8 @@ export function holdSignalsDuringStartUp(): StartUpSignals {
     flushLogsWith(flush) {
       flushLogs = flush;
     },
-    release() {
+    handOver(addRunningHandlers) {
+      addRunningHandlers();
       remove();
       return { reloadAsked };
     },

@@ -63,10 +63,8 @@ export async function serveCommand(args: string[], startUp: StartUpSignals): Pro
     if (code === 'EACCES') throw new CommandError(`PORT: not allowed to listen on ${config.port}`);
     throw err;
   }
-  if (clustered) serveAsWorker(gateway, logger);
-  else handleSignals(gateway, logger);
-  // Only now: a signal received but not yet handled goes to the handlers just added.
-  const { reloadAsked } = startUp.release();
+  const running = gateway;
+  const { reloadAsked } = startUp.handOver(() => (clustered ? serveAsWorker(running, logger) : handleSignals(running, logger)));
   // A worker's reloads come from the primary, which also sends one to a worker that was starting
   // when the SIGHUP came (a SIGHUP to the process group reaches both): reloading here too would be twice.
   if (reloadAsked && !clustered) void gateway.reloadPolicy();

@@ -94,16 +94,17 @@ describe('a signal that comes while start-up runs without a break', () => {
   /**
    * The signal arrives while JavaScript is busy (parsing and compiling the policy and listening run
    * in one go): it waits for the next turn of the event loop, and must reach the handlers in place
-   * then. The gateway's own handlers go in before the hold is released; released first, the signal
-   * was dropped with the hold's watch.
+   * then. `handOver` adds the gateway's own handlers before it removes the hold's; removed first,
+   * the signal was dropped with the hold's watch.
    */
   const child = (signal: string) => `
 const { holdSignalsDuringStartUp } = await import(${JSON.stringify(dist('start-up-signals.js'))});
 const startUp = holdSignalsDuringStartUp();
 process.kill(process.pid, ${JSON.stringify(signal)});
 for (const started = Date.now(); Date.now() - started < 100; ); // start-up's work, without a break
-process.on(${JSON.stringify(signal)}, () => { console.log('the gateway handled ${signal}'); process.exit(0); });
-const { reloadAsked } = startUp.release();
+const { reloadAsked } = startUp.handOver(() => {
+  process.on(${JSON.stringify(signal)}, () => { console.log('the gateway handled ${signal}'); process.exit(0); });
+});
 console.log('released, reload asked: ' + reloadAsked);
 setTimeout(() => { console.log('nobody handled it'); process.exit(7); }, 2000);
 `;
