@@ -52,19 +52,15 @@ export async function serveCommand(args: string[], startUp: StartUpSignals): Pro
       throw err;
     }
   }
-  let gateway;
-  try {
-    gateway = await startGateway(config, { logger, worker: clustered });
-  } catch (err) {
+  const gateway = await startGateway(config, { logger, worker: clustered }).catch((err: unknown) => {
     if (err instanceof PolicyLoadError) throw new CommandError(`policy refused:\n${err.message}`);
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'EADDRINUSE') throw new CommandError(`${clustered ? 'PORT' : 'PORT or ADMIN_PORT'}: already in use (${(err as Error).message})`);
     if (code === 'EADDRNOTAVAIL' || code === 'EAFNOSUPPORT') throw new CommandError(`HOST: cannot listen on ${config.host} (${code})`);
     if (code === 'EACCES') throw new CommandError(`PORT: not allowed to listen on ${config.port}`);
     throw err;
-  }
-  const running = gateway;
-  const { reloadAsked } = startUp.handOver(() => (clustered ? serveAsWorker(running, logger) : handleSignals(running, logger)));
+  });
+  const { reloadAsked } = startUp.handOver(() => (clustered ? serveAsWorker(gateway, logger) : handleSignals(gateway, logger)));
   // A worker's reloads come from the primary, which also sends one to a worker that was starting
   // when the SIGHUP came (a SIGHUP to the process group reaches both): reloading here too would be twice.
   if (reloadAsked && !clustered) void gateway.reloadPolicy();
