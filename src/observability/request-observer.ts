@@ -5,6 +5,7 @@ import type { Logger } from '../logger.js';
 import { addressText, peerAddress, resolveClientAddress } from '../net/client-address.js';
 import type { IpAddress, IpAllowlist } from '../net/ip-allowlist.js';
 import type { CompiledPolicy } from '../policy/compile.js';
+import { redactSecrets } from './redact.js';
 import { createRequestLocals } from '../request-context.js';
 import { methodLabel, UNMATCHED_ROUTE, type GatewayMetrics } from './metrics.js';
 
@@ -33,7 +34,9 @@ export function createRequestObserver({ policy, metrics, logger, trustedProxies 
   return function requestObserver(req, res, next) {
     const startedAt = performance.now(); // a number: hrtime.bigint() allocates a BigInt per call
     const incoming = req.headers['x-request-id'];
-    const requestId = typeof incoming === 'string' && VALID_REQUEST_ID.test(incoming) ? incoming : randomUUID();
+    // One that holds a key (a client's own, pasted into the wrong header) is replaced: kept, it would
+    // go upstream and come back, where the Authorization header never goes.
+    const requestId = typeof incoming === 'string' && VALID_REQUEST_ID.test(incoming) && redactSecrets(incoming) === incoming ? incoming : randomUUID();
     // Replaces Express's own (empty) locals: see createRequestLocals.
     const locals = createRequestLocals(policy(), requestId, startedAt);
     res.locals = locals;

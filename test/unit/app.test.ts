@@ -223,4 +223,20 @@ describe('the request id', () => {
       [404, 'id-mapped'],
     ]);
   });
+
+  it('is generated in place of one that holds a key, which then neither goes upstream nor comes back', async () => {
+    const seen: string[] = [];
+    nock(UPSTREAM)
+      .get(LIST)
+      .times(2)
+      .matchHeader('x-request-id', (id: string | null) => seen.push(id ?? '') > 0)
+      .reply(200, '{}');
+    for (const id of [key, `ACQUIRER_KEY_${key.slice('acquirer_key_'.length)}`]) {
+      const res = await request(t.app).get(LIST).set('Authorization', `Bearer ${key}`).set('x-request-id', id);
+      expect(res.status).toBe(200);
+      expect(res.headers['x-request-id']).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+      expect(seen.at(-1)).toBe(res.headers['x-request-id']);
+    }
+    expect(seen).toHaveLength(2);
+  });
 });
