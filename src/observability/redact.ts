@@ -29,15 +29,22 @@ const URL_PASSWORD = /\b([a-z][a-z0-9+.-]*:\/\/[^\s:/@]*:)[^\s@/]+@/gi;
 /** Replaces a whole text whose key is percent-encoded in its prefix, where no pattern can cut it out alone. */
 export const ENCODED_KEY_REDACTED = '[redacted: holds a percent-encoded key]';
 
-/** Every `%XX` decoded, as often as a text was encoded (`%255F` is `%5F` is `_`); other bytes kept. */
-function percentDecoded(text: string): string {
+/** How often a text is percent-decoded in search of a key. Bounded: each round is a pass over the text. */
+const DECODE_ROUNDS = 4;
+const PERCENT_ESCAPE = /%[0-9A-Fa-f]{2}/;
+
+/**
+ * Every `%XX` decoded, as often as a text was encoded (`%255F` is `%5F` is `_`), other bytes kept;
+ * null for a text encoded more than DECODE_ROUNDS times over, whose innermost layer was not reached.
+ */
+function percentDecoded(text: string): string | null {
   let current = text;
-  for (let round = 0; round < 4 && current.includes('%'); round++) {
+  for (let round = 0; round < DECODE_ROUNDS; round++) {
     const next = current.replace(/%([0-9A-Fa-f]{2})/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)));
-    if (next === current) break;
+    if (next === current) return current;
     current = next;
   }
-  return current;
+  return PERCENT_ESCAPE.test(current) ? null : current;
 }
 
 export function redactSecrets(text: string): string {
@@ -47,7 +54,11 @@ export function redactSecrets(text: string): string {
   const withPassword = text.includes('://') && text.includes('@');
   if (!maybeKey && !withPassword) return text;
   const redacted = text.replace(KEY_LIKE, 'acquirer_key_[redacted]').replace(URL_PASSWORD, '$1[redacted]@');
-  // A prefix spelled with percent-encoded characters (`acquirer%5Fkey_…`), once or more.
-  if (redacted.includes('%') && HAS_KEY.test(percentDecoded(redacted))) return ENCODED_KEY_REDACTED;
+  // A prefix spelled with percent-encoded characters (`acquirer%5Fkey_…`), once or more; or a text
+  // encoded so often that what it hides was not reached (no log reader needs one).
+  if (redacted.includes('%')) {
+    const decoded = percentDecoded(redacted);
+    if (decoded === null || HAS_KEY.test(decoded)) return ENCODED_KEY_REDACTED;
+  }
   return redacted;
 }

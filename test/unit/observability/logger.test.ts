@@ -117,6 +117,8 @@ describe('flat records (the access log)', () => {
       `/v1/x?k=${KEY.slice(0, 20)}%2D${body.slice(7)}`, // a character of the body encoded
       `/v1/x?k=${[...KEY].map(hex).join('')}`, // every character encoded
       `/v1/x?k=acquirer%255Fkey_${body}`, // encoded twice
+      `/v1/x?k=acquirer%2525255Fkey_${body}`, // four times, as deep as decoding goes
+      `/v1/x?k=acquirer%252525255Fkey_${body}`, // five times: past it, replaced all the same
       `/v1/x?k=ACQUIRER_KEY_${body}`, // the prefix in upper case
       `AcQuIrEr_kEy_${body}`, // in mixed case, at the very start
     ];
@@ -129,6 +131,8 @@ describe('flat records (the access log)', () => {
     expect(lines.map((l) => JSON.parse(l).path)).toEqual([
       '[redacted: holds a percent-encoded key]',
       '/v1/x?k=acquirer_key_[redacted]',
+      '[redacted: holds a percent-encoded key]',
+      '[redacted: holds a percent-encoded key]',
       '[redacted: holds a percent-encoded key]',
       '[redacted: holds a percent-encoded key]',
       '/v1/x?k=acquirer_key_[redacted]',
