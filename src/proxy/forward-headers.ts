@@ -18,8 +18,11 @@ export const NEVER_FORWARDED = new Set([
   'authorization', 'expect', 'forwarded', 'x-forwarded-for', 'x-forwarded-host', 'x-forwarded-proto',
   'x-forwarded-port', 'x-forwarded-prefix', 'x-forwarded-server', 'x-real-ip', 'x-client-ip',
   'client-ip', 'true-client-ip', 'x-cluster-client-ip', 'cf-connecting-ip', 'fastly-client-ip',
-  'x-host', 'x-original-url', 'x-rewrite-url', 'x-original-uri', 'x-http-method-override',
-  'x-http-method', 'x-method-override',
+  'forwarded-for', 'x-originating-ip', 'x-remote-ip', 'x-remote-addr', 'x-proxyuser-ip',
+  'x-host', 'x-original-url', 'x-rewrite-url', 'x-original-uri', 'x-script-name', 'x-url-scheme',
+  'front-end-https', 'x-http-method-override', 'x-http-method', 'x-method-override',
+  // Who the client is, as an authenticating proxy in front of a service would claim it.
+  'remote-user', 'x-remote-user',
   // CGI-style servers turn it into HTTP_PROXY, which HTTP clients read as their proxy ("httpoxy").
   'proxy',
 ]);
@@ -27,9 +30,19 @@ export const NEVER_FORWARDED = new Set([
 /**
  * Families named by their folded prefix, whatever follows: every `X-Forwarded-…` (`-Ssl`, `-Scheme`,
  * `-Uri`, …) and `X-Original-…` (`-Host`, `-Method`, …) header claims something about the request
- * that only a proxy in front of the gateway could know.
+ * that only a proxy in front of the gateway could know; an Envoy between the gateway and the
+ * upstream takes `X-Envoy-…` headers (retries, timeouts, the original path) from an internal caller,
+ * which the gateway is.
  */
-const NEVER_FORWARDED_FOLDED_PREFIXES = ['xforwarded', 'xoriginal'];
+const NEVER_FORWARDED_FOLDED_PREFIXES = ['xforwarded', 'xoriginal', 'xenvoy'];
+
+/**
+ * The names that pass at all: letters, digits and hyphens, as nginx passes by default
+ * (`underscores_in_headers off`, `ignore_invalid_headers on`). CGI-style servers read `X_Forwarded_For`
+ * and `X.Forwarded.For` as `X-Forwarded-For`, and a header whose meaning depends on how the server
+ * behind folds its name is one the gateway cannot judge.
+ */
+const PLAIN_NAME = /^[A-Za-z0-9-]+$/;
 
 /**
  * Remembers a pure function's answers for the few distinct strings real traffic repeats (header
@@ -55,11 +68,11 @@ const foldName = memo((name: string) => name.replace(/[-_.]/g, '').toLowerCase()
 const NEVER_FORWARDED_FOLDED = new Set([...HOP_BY_HOP, ...NEVER_FORWARDED].map(foldName));
 
 /**
- * Whether a request header is dropped on the way upstream, in any spelling: compared folded, since a
- * CGI-style server reads `X_Forwarded_For` (and `X.Forwarded.For`) as `X-Forwarded-For`, and one
- * that did not would still see the header.
+ * Whether a request header is dropped on the way upstream: any name but a plain one, and the names
+ * above compared folded (`XForwardedFor` too, for a lenient server that ignores separators).
  */
 export const neverForwarded = memo((name: string): boolean => {
+  if (!PLAIN_NAME.test(name)) return true;
   const folded = foldName(name);
   return NEVER_FORWARDED_FOLDED.has(folded) || NEVER_FORWARDED_FOLDED_PREFIXES.some((prefix) => folded.startsWith(prefix));
 });

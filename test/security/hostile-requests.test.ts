@@ -151,6 +151,12 @@ const GROUPS: Record<string, HostileCase[]> = {
         get(LIST, auth(k.acq1), 'X_Forwarded_For: 10.0.0.1', 'X.Forwarded.Proto: https', 'X-Forwarded-Ssl: on', 'X-Forwarded-Uri: /admin', 'X_Original_URL: /admin', 'X-Original-Host: internal', 'X_Real_IP: 10.0.0.1', 'X-HTTP-Method_Override: DELETE', 'Proxy: http://evil.example', 'True-Client-IP: 10.0.0.1', 'Transfer_Encoding: chunked'),
       ...ok(LIST),
     },
+    {
+      name: 'names with underscores or dots (nginx drops them too), identity and Envoy claims',
+      request: (k) =>
+        get(LIST, auth(k.acq1), 'Remote_User: admin', 'X-Remote-User: admin', 'Remote-User: admin', 'Script_Name: /internal', 'X.Custom: 1', 'X-Envoy-Original-Path: /admin', 'X-Originating-IP: 10.0.0.1', 'Forwarded-For: 10.0.0.1'),
+      ...ok(LIST),
+    },
     { name: 'X-Real-IP', request: (k) => get(LIST, auth(k.acq1), 'X-Real-IP: 10.0.0.1'), ...ok(LIST) },
     { name: 'X-Original-URL', request: (k) => get(LIST, auth(k.acq1), 'X-Original-URL: /admin'), ...ok(LIST) },
     { name: 'X-Rewrite-URL', request: (k) => get(LIST, auth(k.acq1), 'X-Rewrite-URL: /admin'), ...ok(LIST) },
@@ -278,6 +284,11 @@ describe.each(Object.keys(GROUPS))('%s', (group) => {
     for (const name of ['forwarded', 'x-forwarded-for', 'x-forwarded-host', 'x-forwarded-proto', 'x-real-ip', 'x-original-url', 'x-rewrite-url', 'x-http-method-override', 'te', 'keep-alive', 'proxy-connection', 'x-secret', 'upgrade', 'transfer-encoding', 'proxy', 'true-client-ip']) {
       expect(rawHeaderValues(forwarded!, name)).toEqual([]);
     }
+    for (const name of ['remote-user', 'x-remote-user', 'x-envoy-original-path', 'x-originating-ip', 'forwarded-for']) {
+      expect(rawHeaderValues(forwarded!, name)).toEqual([]);
+    }
+    // Only plain names (letters, digits, hyphens): no spelling a CGI-style upstream would fold into another.
+    expect(forwarded!.headerLines.map((l) => l.slice(0, l.indexOf(':'))).filter((n) => !/^[A-Za-z0-9-]+$/.test(n))).toEqual([]);
     // In any spelling a CGI-style upstream would fold into one of them (X_Forwarded_For is X-Forwarded-For to it).
     const folded = forwarded!.headerLines.map((l) => l.slice(0, l.indexOf(':')).replace(/[-_.]/g, '').toLowerCase());
     expect(folded.filter((n) => /^x(forwarded|original|realip|httpmethod)|^(forwarded|proxy|trueclientip|transferencoding)$/.test(n))).toEqual([]);

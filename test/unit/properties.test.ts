@@ -67,8 +67,9 @@ describe('the header filter', () => {
         expect(out['x-acquirer-id']).toBe('acq_1');
         const stripped = [...HOP_BY_HOP, ...NEVER_FORWARDED].map(fold);
         for (const name of Object.keys(out)) {
+          expect(name).toMatch(/^[a-z0-9-]+$/);
           expect(stripped).not.toContain(fold(name));
-          expect(fold(name)).not.toMatch(/^x(forwarded|original)/);
+          expect(fold(name)).not.toMatch(/^x(forwarded|original|envoy)/);
           if (name !== 'x-acquirer-id' && name !== 'x-request-id') {
             expect(nominated.map((n) => n.trim().toLowerCase())).not.toContain(name);
             expect(out[name]).toEqual((withConnection as Record<string, unknown>)[name]);

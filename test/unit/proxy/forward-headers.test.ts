@@ -63,6 +63,17 @@ describe('buildUpstreamHeaders', () => {
     expect(out).toEqual({ accept: '*/*', 'x-acquirer-id': 'acq_1', 'x-request-id': 'req-1' });
   });
 
+  it('drops every name but letters, digits and hyphens (nginx\'s default), and more client and identity claims', () => {
+    const dropped = [
+      'x_custom', 'content_length', 'x.custom', 'x~custom', "x'custom", 'x!', 'accept_encoding',
+      'forwarded-for', 'x-originating-ip', 'x-remote-ip', 'x-remote-addr', 'x-proxyuser-ip', 'x-script-name', 'x-url-scheme',
+      'front-end-https', 'remote-user', 'x-remote-user', 'x-envoy-original-path', 'x-envoy-upstream-rq-timeout-ms', 'xenvoyretryon',
+    ];
+    const kept = { 'x-custom': 'a', 'accept-encoding': 'gzip', 'if-none-match': '"e"', x9: 'b' };
+    const out = buildUpstreamHeaders({ ...Object.fromEntries(dropped.map((n) => [n, 'forged'])), ...kept }, 'x-acquirer-id', 'acq_1', 'req-1');
+    expect(out).toEqual({ ...kept, 'x-acquirer-id': 'acq_1', 'x-request-id': 'req-1' });
+  });
+
   it('a Connection header cannot nominate the identity header away after it is set', () => {
     const out = buildUpstreamHeaders({ connection: 'x-acquirer-id' }, 'x-acquirer-id', 'acq_1', 'req-1');
     expect(out).toEqual({ 'x-acquirer-id': 'acq_1', 'x-request-id': 'req-1' });
