@@ -136,22 +136,55 @@ function clientLocation(location: string, upstreamOrigin: string): string {
   return location;
 }
 
+/** `Refresh: 5; url=…` (HTML's pragma, honoured as a header by browsers), its URL made as clientLocation makes it. */
+function clientRefresh(refresh: string, upstreamOrigin: string): string {
+  const parts = /^(\s*[0-9.]+\s*[;,]\s*(?:url\s*=\s*)?['"]?)([^'"\s]*)(.*)$/is.exec(refresh);
+  return parts === null ? refresh : parts[1]! + clientLocation(parts[2]!, upstreamOrigin) + parts[3]!;
+}
+
+/** `Link: <…>; rel="next", <…>; rel="prev"`: each target made as clientLocation makes it. */
+function clientLink(link: string, upstreamOrigin: string): string {
+  return link.replace(/<([^>]*)>/g, (_, target: string) => `<${clientLocation(target, upstreamOrigin)}>`);
+}
+
+/** Response headers that carry URLs, each with the part that is one, rewritten by clientLocation. */
+const URL_HEADERS: ReadonlyMap<string, (value: string, upstreamOrigin: string) => string> = new Map([
+  ['location', clientLocation],
+  ['content-location', clientLocation],
+  ['refresh', clientRefresh],
+  ['link', clientLink],
+]);
+
+/**
+ * A redirect's body is not passed on. It is for a human who did not follow the redirect, and it
+ * repeats the Location as it was written, absolute on the upstream's origin when the upstream builds
+ * it from the Host it was sent (Rails' `redirect_to` does). Its own headers go with it.
+ */
+export function hasDroppedBody(status: number): boolean {
+  return status >= 300 && status < 400 && status !== 304;
+}
+const DROPPED_BODY_HEADERS = new Set(['content-length', 'content-type', 'content-encoding']);
+
 /**
  * Response headers passed back to the client: the upstream's, minus hop-by-hop ones and the banners
- * above, with our request id and a redirect to the upstream's origin made relative. A 204 has no
- * body and must not claim a length (RFC 9110 §8.6): an upstream's Content-Length on one is dropped,
- * or a client that trusted it would wait for bytes that never come. `upstreamOrigin` is a URL's
- * `origin` (lower case, no default port).
+ * above, with our request id, and URLs on the upstream's origin made relative (URL_HEADERS). A 204
+ * has no body and must not claim a length (RFC 9110 §8.6): an upstream's Content-Length on one is
+ * dropped, or a client that trusted it would wait for bytes that never come. A redirect's body is
+ * dropped (hasDroppedBody): `Content-Length: 0`. `upstreamOrigin` is a URL's `origin` (lower case,
+ * no default port).
  */
 export function buildClientHeaders(status: number, upstream: IncomingHttpHeaders, requestId: string, upstreamOrigin: string): OutgoingHttpHeaders {
   const nominated = connectionTokens(upstream.connection);
+  const withoutBody = hasDroppedBody(status);
   const outgoing: OutgoingHttpHeaders = {};
   for (const name of Object.keys(upstream)) {
     if (HOP_BY_HOP.has(name) || NEVER_RETURNED.has(name) || nominated.has(name) || (status === 204 && name === 'content-length')) continue;
-    outgoing[name] = upstream[name];
+    if (withoutBody && DROPPED_BODY_HEADERS.has(name)) continue;
+    const value = upstream[name];
+    const rewrite = URL_HEADERS.get(name);
+    outgoing[name] = rewrite === undefined || value === undefined ? value : Array.isArray(value) ? value.map((v) => rewrite(v, upstreamOrigin)) : rewrite(value, upstreamOrigin);
   }
-  const location = upstream.location;
-  if (location !== undefined) outgoing.location = clientLocation(location, upstreamOrigin);
+  if (withoutBody) outgoing['content-length'] = '0';
   outgoing['x-request-id'] = requestId;
   return outgoing;
 }

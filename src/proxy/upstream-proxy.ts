@@ -8,7 +8,7 @@ import { ERROR_CODES } from '../errors/codes.js';
 import { sendError } from '../errors/error-response.js';
 import type { Logger } from '../logger.js';
 import { forwardBody } from './forward-body.js';
-import { buildClientHeaders, buildUpstreamHeaders } from './forward-headers.js';
+import { buildClientHeaders, buildUpstreamHeaders, hasDroppedBody } from './forward-headers.js';
 import { classifyUpstreamError, UnexpectedUpgradeError } from './upstream-errors.js';
 import { mapUpstreamStatus } from './map-upstream-status.js';
 import { createStreamedMemory, type CollectYoung } from './streamed-memory.js';
@@ -221,6 +221,11 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): RequestHandl
         // Headers Node will not send on (e.g. invalid characters): the answer is unusable, not fatal.
         proxyRes.destroy();
         fail(res, 'UPSTREAM_UNREACHABLE', err);
+        return;
+      }
+      if (hasDroppedBody(proxyRes.statusCode!)) {
+        discard(proxyRes);
+        res.end();
         return;
       }
       proxyRes.on('close', () => {

@@ -137,14 +137,29 @@ describe('upstream answers', () => {
   });
 
   it('a success names no software behind the gateway, and a redirect to the upstream itself becomes relative', async () => {
+    // As Rails' redirect_to writes one, from the Host it was sent: the upstream's origin in the body too.
+    const next = `${UPSTREAM}${LIST}?page=2`;
     nock(UPSTREAM)
       .get(LIST)
-      .reply(302, '', { server: 'legacy-statements/1.4 (Debian)', 'x-powered-by': 'PHP/5.3.3', location: `${UPSTREAM}${LIST}?page=2` })
+      .reply(302, `<html><body>You are being <a href="${next}">redirected</a>.</body></html>`, {
+        server: 'legacy-statements/1.4 (Debian)',
+        'x-powered-by': 'PHP/5.3.3',
+        location: next,
+        refresh: `0; url=${next}`,
+        link: `<${next}>; rel="next"`,
+        'content-type': 'text/html; charset=utf-8',
+      })
       .get(CSV)
       .reply(302, '', { location: 'https://storage.example/eod/abc.csv?sig=1' });
     const redirect = await get(LIST);
     expect(redirect.status).toBe(302);
     expect(redirect.headers.location).toBe(`${LIST}?page=2`);
+    expect(redirect.headers.refresh).toBe(`0; url=${LIST}?page=2`);
+    expect(redirect.headers.link).toBe(`<${LIST}?page=2>; rel="next"`);
+    expect(redirect.headers['content-length']).toBe('0');
+    expect(redirect.headers['content-type']).toBeUndefined();
+    expect(redirect.text).toBe('');
+    expect(JSON.stringify(redirect.headers)).not.toContain(new URL(UPSTREAM).host);
     expect(redirect.headers.server).toBeUndefined();
     expect(redirect.headers['x-powered-by']).toBeUndefined();
     // Elsewhere (a storage URL): passed as it is.

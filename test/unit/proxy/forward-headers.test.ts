@@ -122,6 +122,32 @@ describe('buildClientHeaders', () => {
   ])('Location %s → %s', (location, expected) => {
     expect(buildClientHeaders(302, { location }, 'req-1', ORIGIN).location).toBe(expected);
   });
+
+  it('makes the upstream\'s URLs relative in Content-Location, Refresh and Link too, on any status', () => {
+    const headers = buildClientHeaders(200, {
+      'content-location': 'http://10.0.0.5:8080/v1/a?page=2',
+      refresh: '0; url=http://10.0.0.5:8080/v1/a?page=2',
+      link: '<http://10.0.0.5:8080/v1/a?page=3>; rel="next", <https://docs.example/x>; rel="help", <HTTP://10.0.0.5:8080>; rel="start"',
+    }, 'req-1', ORIGIN);
+    expect(headers).toEqual({
+      'content-location': '/v1/a?page=2',
+      refresh: '0; url=/v1/a?page=2',
+      link: '</v1/a?page=3>; rel="next", <https://docs.example/x>; rel="help", </>; rel="start"',
+      'x-request-id': 'req-1',
+    });
+    expect(buildClientHeaders(200, { refresh: '5;URL=\'http://10.0.0.5:8080/b\'' }, 'r', ORIGIN).refresh).toBe('5;URL=\'/b\'');
+    expect(buildClientHeaders(200, { refresh: '5' }, 'r', ORIGIN).refresh).toBe('5');
+    expect(buildClientHeaders(200, { refresh: '1; url=http://10.0.0.5:8080.evil.example/' }, 'r', ORIGIN).refresh).toBe('1; url=http://10.0.0.5:8080.evil.example/');
+  });
+
+  it.each([300, 301, 302, 303, 307, 308])('a %i answers without a body: its length is 0 and its content headers go', (status) => {
+    expect(buildClientHeaders(status, { location: '/a', 'content-type': 'text/html', 'content-length': '120', 'content-encoding': 'gzip', etag: '"e"' }, 'r', ORIGIN)).toEqual({
+      location: '/a',
+      etag: '"e"',
+      'content-length': '0',
+      'x-request-id': 'r',
+    });
+  });
 });
 
 describe('mapUpstreamStatus', () => {
