@@ -116,10 +116,12 @@ export function buildUpstreamHeaders(
 }
 
 /**
- * Response headers that name the software behind the gateway: a banner for whoever fingerprints the
- * legacy service, and nothing a client needs. (nginx hides the upstream's `Server` by default too.)
+ * Response headers that name the software or the hosts behind the gateway: a banner for whoever
+ * fingerprints the legacy service, and nothing a client needs. (nginx hides the upstream's `Server`
+ * by default too.) `Via` lists the intermediaries inside, by host name: RFC 9110 §7.6.3 asks a portal
+ * through a firewall not to forward those names.
  */
-export const NEVER_RETURNED = new Set(['server', 'x-powered-by']);
+export const NEVER_RETURNED = new Set(['server', 'x-powered-by', 'via']);
 
 /**
  * A redirect to the upstream's own origin, made relative (`/path?query`): the client resolves it

@@ -96,6 +96,7 @@ describe('buildClientHeaders', () => {
         'x-request-id': 'from-upstream',
         server: 'legacy/1.0',
         'x-powered-by': 'PHP/5.3',
+        via: '1.1 statements-internal-7',
       }, 'req-1', ORIGIN),
     ).toEqual({ 'content-type': 'text/csv', 'content-length': '10', 'set-cookie': ['a=1', 'b=2'], 'x-request-id': 'req-1' });
   });
