@@ -1,7 +1,7 @@
 import { LRUCache } from 'lru-cache';
 import { compileAllowlist, type IpAllowlist } from '../net/ip-allowlist.js';
 import type { ApiKeyRecord } from './api-key.js';
-import type { KeyStore, KeyStoreEvent } from './key-store.js';
+import { CorruptKeyRecordError, type KeyStore, type KeyStoreEvent } from './key-store.js';
 
 /** A usable key, with what the request path needs precomputed once per fetch. */
 export interface ResolvedKey {
@@ -178,6 +178,14 @@ export class KeyResolver {
         return verdict;
       },
       (err: unknown) => {
+        if (err instanceof CorruptKeyRecordError) {
+          // The store answered: only this record cannot be read, and only its key is refused. Taken
+          // as an outage, it would leave the gateway not ready until some other lookup succeeded,
+          // and a balancer that drains on readiness sends none.
+          this.#setFailing(false);
+          this.#onResolution('redis', 'error');
+          throw new KeyStoreUnavailableError(err);
+        }
         const now = this.#now();
         this.#setFailing(true);
         this.#onResolution('redis', 'error');

@@ -16,6 +16,17 @@ export type KeyStoreEvent =
 
 export type KeyStoreListener = (event: KeyStoreEvent) => void;
 
+/**
+ * The store answered, but with a value that is not a key record. Refused like an outage for that
+ * key (503), never taken as a key; the store itself is not down.
+ */
+export class CorruptKeyRecordError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'CorruptKeyRecordError';
+  }
+}
+
 export class KeyNotFoundError extends Error {
   constructor(id: string) {
     super(`no key with id ${id}`);

@@ -2,7 +2,7 @@ import { Redis, type RedisOptions } from 'ioredis';
 import { z } from 'zod';
 import { parseCidr } from '../net/ip-allowlist.js';
 import { isValidAcquirerId, type ApiKeyRecord } from './api-key.js';
-import { KeyDisabledError, KeyNotFoundError, type KeyChanges, type KeyStore, type KeyStoreListener } from './key-store.js';
+import { CorruptKeyRecordError, KeyDisabledError, KeyNotFoundError, type KeyChanges, type KeyStore, type KeyStoreListener } from './key-store.js';
 
 export const DEFAULT_REDIS_KEY_PREFIX = 'acquirer-gateway:';
 export const DEFAULT_REDIS_COMMAND_TIMEOUT_MS = 500;
@@ -26,9 +26,6 @@ const recordSchema = z.strictObject({
   created_at: z.string(),
   disabled_at: z.string().nullable(),
 });
-
-/** A value in Redis that is not a key record: treated as an outage, never as a key. */
-export class CorruptKeyRecordError extends Error {}
 
 function parseRecord(raw: string | null): ApiKeyRecord | null {
   if (raw === null) return null;

@@ -1,4 +1,5 @@
 import net from 'node:net';
+import { hashKey } from '../../src/keys/api-key.js';
 import { createKey, startServe, type ServeProcess } from '../helpers/cli.js';
 import { bearer, request } from '../helpers/http.js';
 import { startTestRedis, type TestRedis } from '../helpers/redis.js';
@@ -42,4 +43,23 @@ it('Redis answering garbage: 503 within the bound, never an allow, and the gatew
   expect(upstream.received).toEqual([]);
   await waitFor(async () => (await request(gateway.adminUrl, '/readyz')).status === 503, { what: 'not ready' });
   expect((await request(gateway.adminUrl, '/healthz')).status).toBe(200);
+});
+
+it('one key whose record is not a record: that key gets 503, and the gateway stays ready', async () => {
+  const real = await startServe({ REDIS_URL: redis.url, REDIS_KEY_PREFIX: redis.prefix, UPSTREAM_URL: upstream.url });
+  try {
+    const { key } = await createKey({ REDIS_URL: redis.url, REDIS_KEY_PREFIX: redis.prefix }, { acquirer: 'acq_1', permissions: ['eod_list', 'eod_read'] });
+    const { key: sound } = await createKey({ REDIS_URL: redis.url, REDIS_KEY_PREFIX: redis.prefix }, { acquirer: 'acq_2', permissions: ['eod_list', 'eod_read'] });
+    await redis.client.set(`${redis.prefix}key:${hashKey(key)}`, 'not json');
+    const res = await request(real.url, '/v1/acquirer/eod_statements', bearer(key));
+    expect(res.status).toBe(503);
+    expect(res.body.toString()).toBe('{"message":"Service unavailable"}');
+    expect(upstream.received).toEqual([]);
+    const ready = await request(real.adminUrl, '/readyz');
+    expect([ready.status, JSON.parse(ready.body.toString()).checks.key_store]).toEqual([200, 'ok']);
+    expect((await request(real.adminUrl, '/metrics')).body.toString()).toMatch(/^acquirer_gateway_key_store_up 1$/m);
+    expect((await request(real.url, '/v1/acquirer/eod_statements', bearer(sound))).status).toBe(200);
+  } finally {
+    await real.stop();
+  }
 });

@@ -1,6 +1,6 @@
 import { generateKey, hashKey, type ApiKeyRecord } from '../../../src/keys/api-key.js';
 import { KeyResolver, KeyStoreUnavailableError } from '../../../src/keys/key-resolver.js';
-import type { KeyStoreEvent } from '../../../src/keys/key-store.js';
+import { CorruptKeyRecordError, type KeyStoreEvent } from '../../../src/keys/key-store.js';
 import { MemoryKeyStore } from '../../../src/keys/memory-key-store.js';
 import { parseAddress } from '../../../src/net/ip-allowlist.js';
 import { newRecord } from '../../helpers/key-store-contract.js';
@@ -9,6 +9,7 @@ import { newRecord } from '../../helpers/key-store-contract.js';
 class ScriptedStore extends MemoryKeyStore {
   lookups = 0;
   failing = false;
+  corrupt = false;
   gate: Promise<void> | undefined;
   readonly #listeners = new Set<(e: KeyStoreEvent) => void>();
 
@@ -16,6 +17,7 @@ class ScriptedStore extends MemoryKeyStore {
     this.lookups++;
     if (this.gate) await this.gate;
     if (this.failing) throw new Error('redis down');
+    if (this.corrupt) throw new CorruptKeyRecordError('key record is not JSON');
     return super.findByHash(keyHash);
   }
 
@@ -175,6 +177,32 @@ describe('KeyResolver', () => {
     const { store, resolver } = setup();
     store.failing = true;
     await expect(resolver.resolve(hashKey(generateKey()))).rejects.toBeInstanceOf(KeyStoreUnavailableError);
+  });
+
+  it('refuses a key whose record cannot be read, without taking the store for down', async () => {
+    const health: boolean[] = [];
+    const { store, resolver } = setup({ onStoreHealth: (healthy) => health.push(healthy) });
+    const record = newRecord();
+    await store.create(record);
+    store.corrupt = true;
+    await expect(resolver.resolve(record.key_hash)).rejects.toBeInstanceOf(KeyStoreUnavailableError);
+    expect(resolver.storeAvailable).toBe(true);
+    expect(health).toEqual([]);
+    // Nothing remembered either way: the record is read again, and once it is sound the key works.
+    store.corrupt = false;
+    expect((await resolver.resolve(record.key_hash)).kind).toBe('valid');
+    expect(store.lookups).toBe(2);
+  });
+
+  it('a corrupt record ends what failed lookups began: the store answered', async () => {
+    const { store, resolver } = setup();
+    store.failing = true;
+    await expect(resolver.resolve(hashKey(generateKey()))).rejects.toBeInstanceOf(KeyStoreUnavailableError);
+    expect(resolver.storeAvailable).toBe(false);
+    store.failing = false;
+    store.corrupt = true;
+    await expect(resolver.resolve(hashKey(generateKey()))).rejects.toBeInstanceOf(KeyStoreUnavailableError);
+    expect(resolver.storeAvailable).toBe(true);
   });
 
   it('keeps cached keys working during an outage for the grace period only', async () => {
