@@ -116,7 +116,7 @@ export async function runPrimary(config: Config, logger: Logger, startUp: StartU
       workers: all.length === config.workers && all.every(isReady) ? 'ok' : 'missing',
     };
   };
-  const sums = new WorkerSums<Worker>((err, worker) => logger.warn({ err, pid: worker.process.pid }, "a dead worker's counters could not be kept in the sums"));
+  const sums = new WorkerSums<Worker>((err, worker) => logger.warn({ err, worker_pid: worker.process.pid }, "a dead worker's counters could not be kept in the sums"));
   const primaryOwn = createPrimaryProcessMetrics();
   const metricsText = async () => {
     const fresh = new Set<Worker>();
@@ -135,7 +135,7 @@ export async function runPrimary(config: Config, logger: Logger, startUp: StartU
     const worker = cluster.fork();
     workers.set(worker, undefined);
     // A send to a worker that has just died fails here, not as an uncaught exception.
-    worker.on('error', (err) => logger.warn({ err, pid: worker.process.pid }, 'worker channel error'));
+    worker.on('error', (err) => logger.warn({ err, worker_pid: worker.process.pid }, 'worker channel error'));
     worker.on('message', (message: unknown) => {
       if (!isMessage(message)) return;
       if (message.type === 'answer') pending.get(message.id)?.(message);
@@ -207,12 +207,12 @@ export async function runPrimary(config: Config, logger: Logger, startUp: StartU
       // At start-up, listening() reports it. Later, a replacement that cannot start would be
       // replaced for ever: stop instead.
       if (phase === 'running') {
-        logger.fatal({ pid: worker.process.pid, code, signal }, 'a replacement worker could not start: stopping every worker');
+        logger.fatal({ worker_pid: worker.process.pid, code, signal }, 'a replacement worker could not start: stopping every worker');
         void stop('worker could not start', 1);
       }
       return;
     }
-    const died = { pid: worker.process.pid, code, signal, lived_ms: Math.round(performance.now() - listeningSince) };
+    const died = { worker_pid: worker.process.pid, code, signal, lived_ms: Math.round(performance.now() - listeningSince) };
     const pauseMs = pacer.pauseAfter(died.lived_ms);
     const replace = () => {
       const replacement = fork();

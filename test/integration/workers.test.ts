@@ -39,6 +39,8 @@ const alive = (pid: number) => {
 };
 const logEntries = (g: ServeProcess) => g.logLines.map((l) => JSON.parse(l) as Record<string, unknown>);
 const workerPids = (g: ServeProcess) => logEntries(g).find((e) => e.msg === 'listening')!.workers as number[];
+/** The primary's pid, which every line it writes carries (as each worker's carry theirs). */
+const primaryPid = (g: ServeProcess) => logEntries(g).find((e) => e.msg === 'listening')!.pid as number;
 /** A process's resident memory as the kernel counts it, bytes. */
 const vmRss = (pid: number) => Number(/^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) * 1024;
 const metric = (text: string, series: string) => Number(text.split('\n').find((l) => l.startsWith(series + ' '))?.split(' ')[1]);
@@ -125,7 +127,9 @@ describe('WORKERS=2', () => {
       const [victim, survivor] = workerPids(g) as [number, number];
       process.kill(victim, 'SIGKILL');
       const replaced = await waitFor(() => logEntries(g).find((e) => e.msg === 'worker died: replaced'), { timeoutMs: 10_000, what: 'the replacement' });
-      expect(replaced).toMatchObject({ pid: victim, signal: 'SIGKILL' });
+      expect(replaced).toMatchObject({ worker_pid: victim, signal: 'SIGKILL', pid: primaryPid(g) });
+      // One pid per line, the writer's: JSON.parse would keep only the last of two.
+      expect(g.logLines.filter((l) => (l.match(/"pid":/g) ?? []).length !== 1)).toEqual([]);
       const replacement = replaced.replacement_pid as number;
       expect(alive(replacement)).toBe(true);
       expect(alive(survivor)).toBe(true);
@@ -143,21 +147,21 @@ describe('WORKERS=2', () => {
       const time = (e: Record<string, unknown>) => e.time as number;
       const killAndWaitForReplacement = async (victim: number) => {
         process.kill(victim, 'SIGKILL');
-        const paused = await waitFor(() => logEntries(g).find((e) => e.msg === 'worker died soon after it started: replacing it after a pause' && e.pid === victim), {
+        const paused = await waitFor(() => logEntries(g).find((e) => e.msg === 'worker died soon after it started: replacing it after a pause' && e.worker_pid === victim), {
           timeoutMs: 10_000,
           what: `the pause after ${victim} died`,
         });
-        const replaced = await waitFor(() => logEntries(g).find((e) => e.msg === 'worker died: replaced' && e.pid === victim), { timeoutMs: 10_000, what: `${victim}'s replacement` });
+        const replaced = await waitFor(() => logEntries(g).find((e) => e.msg === 'worker died: replaced' && e.worker_pid === victim), { timeoutMs: 10_000, what: `${victim}'s replacement` });
         // The replacement is forked only after the pause (both times are the primary's own clock).
         expect(time(replaced) - time(paused)).toBeGreaterThanOrEqual((paused.pause_ms as number) - 5);
         return { paused, replacement: replaced.replacement_pid as number };
       };
       const [first] = workerPids(g) as [number, number];
       const one = await killAndWaitForReplacement(first);
-      expect(one.paused).toMatchObject({ pid: first, signal: 'SIGKILL', pause_ms: 1_000 });
+      expect(one.paused).toMatchObject({ worker_pid: first, signal: 'SIGKILL', pause_ms: 1_000 });
       await waitFor(() => logEntries(g).some((e) => e.msg === 'worker listening' && e.pid === one.replacement), { timeoutMs: 10_000, what: 'the replacement to listen' });
       const two = await killAndWaitForReplacement(one.replacement);
-      expect(two.paused).toMatchObject({ pid: one.replacement, pause_ms: 2_000 });
+      expect(two.paused).toMatchObject({ worker_pid: one.replacement, pause_ms: 2_000 });
       await waitFor(async () => (await request(g.adminUrl, '/readyz')).status === 200, { timeoutMs: 10_000, what: 'readiness after the pauses' });
       expect(await burst(g, key, 10)).toEqual(Array(10).fill(200));
     } finally {
@@ -193,7 +197,7 @@ describe('WORKERS=2', () => {
       }
 
       process.kill(victim, 'SIGKILL');
-      const replaced = await waitFor(() => logEntries(g).find((e) => e.msg === 'worker died: replaced' && e.pid === victim), { timeoutMs: 10_000, what: 'the replacement' });
+      const replaced = await waitFor(() => logEntries(g).find((e) => e.msg === 'worker died: replaced' && e.worker_pid === victim), { timeoutMs: 10_000, what: 'the replacement' });
       expect(await scrape()).toBe(20);
       await waitFor(async () => (await request(g.adminUrl, '/readyz')).status === 200, { timeoutMs: 10_000, what: 'readiness with the replacement' });
       expect(await burst(g, key, 10)).toEqual(Array(10).fill(200));
