@@ -203,28 +203,39 @@ export async function runPrimary(config: Config, logger: Logger, startUp: StartU
       if (code !== 0 && code !== null) failedExits++;
       return;
     }
+    const replaceAfter = (pauseMs: number, replace: () => void) => {
+      if (pauseMs === 0) return replace();
+      const timer = setTimeout(() => {
+        pausedReplacements.delete(timer);
+        replace();
+      }, pauseMs);
+      pausedReplacements.add(timer);
+    };
     if (listeningSince === undefined) {
-      // At start-up, listening() reports it. Later, a replacement that cannot start would be
-      // replaced for ever: stop instead.
-      if (phase === 'running') {
-        logger.fatal({ worker_pid: worker.process.pid, code, signal }, 'a replacement worker could not start: stopping every worker');
+      // At start-up, listening() reports it.
+      if (phase !== 'running') return;
+      const failed = { worker_pid: worker.process.pid, code, signal };
+      // A replacement that cannot start (most often: the policy file was changed to one that is
+      // refused, which the running workers kept out) is tried again after a growing pause while
+      // other workers serve; with none left there is nothing to keep, and the gateway stops.
+      const serving = [...workers.values()].filter((since) => since !== undefined).length;
+      if (serving === 0) {
+        logger.fatal(failed, 'a replacement worker could not start and no worker is serving: stopping');
         void stop('worker could not start', 1);
+        return;
       }
+      const pauseMs = pacer.pauseAfter(0);
+      logger.error({ ...failed, serving, pause_ms: pauseMs }, 'a replacement worker could not start (its error is above): the others keep serving; trying again after a pause');
+      replaceAfter(pauseMs, () => fork());
       return;
     }
     const died = { worker_pid: worker.process.pid, code, signal, lived_ms: Math.round(performance.now() - listeningSince) };
     const pauseMs = pacer.pauseAfter(died.lived_ms);
-    const replace = () => {
+    if (pauseMs > 0) logger.error({ ...died, pause_ms: pauseMs }, 'worker died soon after it started: replacing it after a pause');
+    replaceAfter(pauseMs, () => {
       const replacement = fork();
       logger.error({ ...died, replacement_pid: replacement.process.pid }, 'worker died: replaced');
-    };
-    if (pauseMs === 0) return replace();
-    logger.error({ ...died, pause_ms: pauseMs }, 'worker died soon after it started: replacing it after a pause');
-    const timer = setTimeout(() => {
-      pausedReplacements.delete(timer);
-      replace();
-    }, pauseMs);
-    pausedReplacements.add(timer);
+    });
   });
 
   let signalled = false;

@@ -1,4 +1,6 @@
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import http from 'node:http';
 import { createKey, runCli, startServe, type ServeProcess } from '../helpers/cli.js';
 import { bearer, request } from '../helpers/http.js';
@@ -168,6 +170,39 @@ describe('WORKERS=2', () => {
       expect(await g.stop()).toBe(0);
     }
   }, 40_000);
+
+  it('tries a replacement that cannot start again while the other worker serves, until the policy file is fixed', async () => {
+    const { key } = await createKey(env, { acquirer: 'acq_workers', permissions: ['eod_list', 'eod_read'] });
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'gw-workers-'));
+    const policyFile = path.join(dir, 'policy.yaml');
+    const good = readFileSync('policies/acquirer-api.yaml', 'utf8');
+    writeFileSync(policyFile, good);
+    const g = await startServe({ ...env, WORKERS: '2', POLICY_FILE: policyFile });
+    try {
+      const [victim, survivor] = workerPids(g) as [number, number];
+      // Refused by both running workers, which keep the policy they run.
+      writeFileSync(policyFile, good.replace('version: 1', 'version: 2'));
+      await waitFor(() => logEntries(g).filter((e) => e.msg === 'policy reload refused; the running policy stays').length >= 2, { timeoutMs: 10_000, what: 'both workers to refuse the file' });
+      process.kill(victim, 'SIGKILL');
+      // Its replacement reads the refused file and cannot start; the primary does not give up on the survivor.
+      const failed = await waitFor(() => logEntries(g).find((e) => (e.msg as string).startsWith('a replacement worker could not start')), { timeoutMs: 10_000, what: 'the failed replacement' });
+      // The victim's quick death paused 1 s; this second one in a row pauses 2 s.
+      expect(failed).toMatchObject({ level: 50, serving: 1, pause_ms: 2_000 });
+      expect(alive(survivor)).toBe(true);
+      expect(await burst(g, key, 10)).toEqual(Array(10).fill(200));
+      const ready = await request(g.adminUrl, '/readyz');
+      expect([ready.status, JSON.parse(ready.body.toString()).checks.workers]).toEqual([503, 'missing']);
+      // Fixed: the next attempt starts, and the gateway is whole again.
+      writeFileSync(policyFile, good);
+      await waitFor(async () => (await request(g.adminUrl, '/readyz')).status === 200, { timeoutMs: 20_000, what: 'readiness once the file is fixed' });
+      // (Its lines reach stdout within 200 ms of being written.)
+      await waitFor(() => logEntries(g).some((e) => e.msg === 'worker listening' && e.pid !== survivor && e.pid !== victim), { what: "the new worker's line" });
+      expect(await burst(g, key, 10)).toEqual(Array(10).fill(200));
+    } finally {
+      expect(await g.stop()).toBe(0);
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
 
   it('keeps the summed counters from going backwards when a worker stops answering or dies', async () => {
     const { key } = await createKey(env, { acquirer: 'acq_workers', permissions: ['eod_list', 'eod_read'] });
