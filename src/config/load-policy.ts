@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { isMap, isNode, isScalar, isSeq, LineCounter, parseDocument, type Document } from 'yaml';
+import { isMap, isNode, isScalar, isSeq, LineCounter, parseDocument, visit, type Document, type ParsedNode } from 'yaml';
 import type { z } from 'zod';
 import { compilePolicy, type CompiledPolicy } from '../policy/compile.js';
 import { policySchema } from '../policy/schema.js';
@@ -67,12 +67,19 @@ function describePath(path: DocPath): string {
 }
 
 /**
+ * Two map keys are one when they print alike: the document becomes plain data in which `403` and
+ * `"403"` are the same field, and a later one would silently replace the earlier (an upstream 403
+ * then answered as 403, not 404). YAML itself holds them distinct.
+ */
+const sameKey = (a: ParsedNode, b: ParsedNode): boolean => a === b || (isScalar(a) && isScalar(b) && String(a.value) === String(b.value));
+
+/**
  * Parses and validates a policy held in memory. `file` only names it in errors.
  * Every problem is reported, not just the first, each with its line and column.
  */
 export function parsePolicy(source: string, file: string): PolicyLoadResult {
   const lineCounter = new LineCounter();
-  const doc = parseDocument(source, { lineCounter, prettyErrors: false, uniqueKeys: true });
+  const doc = parseDocument(source, { lineCounter, prettyErrors: false, uniqueKeys: sameKey });
   const at = (offset: number, message: string): PolicyError => {
     const { line, col } = lineCounter.linePos(offset);
     return { file, line, column: col, message };
@@ -81,6 +88,14 @@ export function parsePolicy(source: string, file: string): PolicyLoadResult {
   if (doc.errors.length > 0) {
     return { ok: false, errors: doc.errors.map((e) => at(e.pos[0], `invalid YAML: ${e.message.split('\n')[0]}`)) };
   }
+  // A policy is read as it is written: one place for each value, nothing that expands.
+  const aliases: PolicyError[] = [];
+  visit(doc, {
+    Alias(_, alias) {
+      aliases.push(at(alias.range?.[0] ?? 0, `YAML aliases are not allowed (*${alias.source}): write the value out`));
+    },
+  });
+  if (aliases.length > 0) return { ok: false, errors: aliases };
 
   const parsed = policySchema.safeParse(doc.toJS({ maxAliasCount: 0 }));
   if (!parsed.success) {

@@ -1,4 +1,4 @@
-import { formatPolicyError, loadPolicy } from '../../../src/config/load-policy.js';
+import { formatPolicyError, loadPolicy, parsePolicy } from '../../../src/config/load-policy.js';
 import { shippedPolicy } from '../../helpers/policy.js';
 
 const fixture = (name: string) => `test/fixtures/policies/${name}.yaml`;
@@ -76,6 +76,38 @@ describe('refusing a bad policy with file, line, column and reason', () => {
       `${fixture('bad-values')}:6:13: permissions.0.name: must be of the form <group>_<action> (lower case, digits, underscores)`,
       `${fixture('bad-values')}:9:13: routes.0.method: Invalid option: expected one of "GET"|"POST"|"PUT"|"PATCH"|"DELETE"`,
     ]);
+  });
+
+  it('two map keys that print alike, as 403 and "403" in the status map (the later would win)', () => {
+    const result = parsePolicy(
+      `version: 1
+acquirer_header: X-Tenant
+upstream_status_map:
+  403: 404
+  "403": 403
+permissions:
+  - { name: things_read, description: Read things }
+routes:
+  - { id: things, method: GET, path: /v1/things, permissions: [things_read] }
+`,
+      'inline.yaml',
+    );
+    expect(!result.ok && result.errors.map(formatPolicyError)).toEqual(['inline.yaml:5:3: invalid YAML: Map keys must be unique']);
+  });
+
+  it('YAML aliases, each named where it is used, also on a reload (no unexpected error)', () => {
+    const result = parsePolicy(
+      `version: 1
+acquirer_header: X-Tenant
+permissions:
+  - { name: things_read, description: Read things }
+routes:
+  - { id: things, method: GET, path: /v1/things, permissions: &both [things_read] }
+  - { id: other, method: GET, path: /v1/other, permissions: *both }
+`,
+      'inline.yaml',
+    );
+    expect(!result.ok && result.errors.map(formatPolicyError)).toEqual(['inline.yaml:7:61: YAML aliases are not allowed (*both): write the value out']);
   });
 
   it('a missing file', async () => {
