@@ -64,10 +64,11 @@ class SeriesTable<L extends string, S> {
 export class BatchedCounter<L extends string> {
   readonly #pending: SeriesTable<L, { readonly labels: Labels<L>; count: number }>;
 
-  constructor(config: CounterConfiguration<L> & { labelNames: readonly L[] }) {
+  /** `zeroes`: series shown at 0 from the start (see createMetrics). */
+  constructor({ zeroes = [], ...config }: CounterConfiguration<L> & { labelNames: readonly L[]; zeroes?: readonly Labels<L>[] }) {
     const pending = new SeriesTable(config.labelNames, (labels: Labels<L>) => ({ labels, count: 0 }));
     this.#pending = pending;
-    new Counter<L>({
+    const counter = new Counter<L>({
       ...config,
       collect() {
         for (const series of pending.values()) {
@@ -77,6 +78,7 @@ export class BatchedCounter<L extends string> {
         }
       },
     });
+    for (const labels of zeroes) counter.inc(labels, 0);
   }
 
   inc(labels: Labels<L>): void {

@@ -1,4 +1,5 @@
 import { collectDefaultMetrics, Counter, Gauge, Registry, type MetricObjectWithValues, type MetricValue } from 'prom-client';
+import { UPSTREAM_ERROR_KINDS } from '../proxy/upstream-errors.js';
 import { BatchedCounter, BatchedHistogram } from './batched-metrics.js';
 
 /**
@@ -36,11 +37,26 @@ export function methodLabel(method: string | undefined): string {
   return method !== undefined && KNOWN_METHODS.has(method) ? method : 'OTHER';
 }
 
+/** The results a policy reload counts. */
+const RELOAD_RESULTS = ['success', 'failure', 'unchanged'] as const;
+
+/**
+ * The series the shipped alerts (examples/alerts.yml) watch with `rate` or `increase` exist at 0 from
+ * the start: Prometheus sees nothing of a series' first increment when the series appears with it
+ * (the first failed reload of a process would raise no alert).
+ */
 export function createMetrics(): GatewayMetrics {
   const registry = new Registry();
   const prefix = 'acquirer_gateway_';
   collectDefaultMetrics({ register: registry, prefix });
   const registers = [registry];
+  const policyReloads = new Counter({
+    name: `${prefix}policy_reloads_total`,
+    help: 'Policy reload attempts by result (success, failure, unchanged).',
+    labelNames: ['result'],
+    registers,
+  });
+  for (const result of RELOAD_RESULTS) policyReloads.inc({ result }, 0);
   return {
     registry,
     requests: new BatchedCounter({
@@ -80,6 +96,7 @@ export function createMetrics(): GatewayMetrics {
       help: 'Upstream requests that failed, by kind (refused, reset, timeout, unresolvable, protocol, stalled, other).',
       labelNames: ['kind'],
       registers,
+      zeroes: UPSTREAM_ERROR_KINDS.map((kind) => ({ kind })),
     }),
     upstreamRetries: new Counter({
       name: `${prefix}upstream_retries_total`,
@@ -100,12 +117,7 @@ export function createMetrics(): GatewayMetrics {
       // Several workers (WORKERS): each reports the same policy; the primary shows it once.
       aggregator: 'max',
     }),
-    policyReloads: new Counter({
-      name: `${prefix}policy_reloads_total`,
-      help: 'Policy reload attempts by result (success, failure).',
-      labelNames: ['result'],
-      registers,
-    }),
+    policyReloads,
     keyStoreUp: new Gauge({
       name: `${prefix}key_store_up`,
       help: '1 while Redis answers and key change notices are subscribed, else 0.',

@@ -1,5 +1,6 @@
 /** How an upstream request failed; a metric label, so a closed set. */
-export type UpstreamErrorKind = 'refused' | 'reset' | 'timeout' | 'unresolvable' | 'protocol' | 'stalled' | 'other';
+export const UPSTREAM_ERROR_KINDS = ['refused', 'reset', 'timeout', 'unresolvable', 'protocol', 'stalled', 'other'] as const;
+export type UpstreamErrorKind = (typeof UPSTREAM_ERROR_KINDS)[number];
 
 /** A 101 Switching Protocols from the upstream: the gateway never forwards Upgrade, so it asked for none. */
 export class UnexpectedUpgradeError extends Error {

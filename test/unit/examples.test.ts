@@ -41,6 +41,17 @@ describe('examples/', () => {
     }
   });
 
+  it('every series an alert counts with increase() exists at 0 from the start (Prometheus misses the first step of a new series)', async () => {
+    const text = await createMetrics().registry.metrics();
+    const rules = parse(readFileSync('examples/alerts.yml', 'utf8')).groups.flatMap((g: { rules: { expr: string }[] }) => g.rules);
+    const selectors = rules.flatMap((r: { expr: string }) => [...r.expr.matchAll(/increase\((acquirer_gateway_[a-z0-9_]+)(\{[^}]*\})?\[/g)].map((m) => `${m[1]}${m[2] ?? ''}`));
+    expect(selectors).toEqual(['acquirer_gateway_policy_reloads_total{result="failure"}']);
+    for (const selector of selectors) expect(text.split('\n')).toContain(`${selector} 0`);
+    for (const kind of ['refused', 'reset', 'timeout', 'unresolvable', 'protocol', 'stalled', 'other']) {
+      expect(text.split('\n')).toContain(`acquirer_gateway_upstream_errors_total{kind="${kind}"} 0`);
+    }
+  });
+
   it('the dashboard parses and queries only exported metrics', async () => {
     const names = await exportedMetricNames();
     const dashboard = JSON.parse(readFileSync('examples/grafana-dashboard.json', 'utf8'));
