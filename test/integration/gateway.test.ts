@@ -212,8 +212,8 @@ describe('the permission catalogue', () => {
     expect(res.headers['content-type']).toBe(JSON_TYPE);
     const body = JSON.parse(res.body.toString()) as { permissions: { name: string; description: string }[] };
     expect(body.permissions).toHaveLength(21);
-    expect(body.permissions).toContainEqual({ name: 'eod_list', description: 'List End-of-Day statements' });
-    expect(body.permissions).toContainEqual({ name: 'eod_read', description: 'Download End-of-Day statements' });
+    expect(body.permissions).toContainEqual({ name: 'eod_list', description: 'List and download End-of-Day statements' });
+    expect(body.permissions).toContainEqual({ name: 'eod_read', description: 'List and download End-of-Day statements' });
     expect(upstream.received.length).toBe(before);
   });
 });

@@ -90,7 +90,7 @@ describe('proxying an allowed request (nock upstream)', () => {
     expect(res.status).toBe(200);
     expect(res.headers['content-type']).toBe(JSON_TYPE);
     expect(res.text).toBe(t.policy.catalogueBody.toString());
-    expect(res.body.permissions).toContainEqual({ name: 'eod_list', description: 'List End-of-Day statements' });
+    expect(res.body.permissions).toContainEqual({ name: 'eod_list', description: 'List and download End-of-Day statements' });
   });
 
   it('reaches an upstream named by an IPv6 literal, with its Host and the path unchanged', async () => {
