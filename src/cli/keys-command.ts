@@ -1,5 +1,5 @@
 import { parseArgs, type ParseArgsOptionsConfig } from 'node:util';
-import { DEFAULT_POLICY_FILE, DEFAULT_REDIS_URL } from '../config/env.js';
+import { CONFIG_FIELDS, ConfigError, DEFAULT_POLICY_FILE, readSetting } from '../config/env.js';
 import { loadPolicy, formatPolicyError } from '../config/load-policy.js';
 import {
   generateKey,
@@ -10,7 +10,7 @@ import {
   type ApiKeyRecord,
 } from '../keys/api-key.js';
 import { KeyDisabledError, KeyNotFoundError, type KeyStore } from '../keys/key-store.js';
-import { DEFAULT_REDIS_KEY_PREFIX, RedisKeyStore } from '../keys/redis-key-store.js';
+import { RedisKeyStore } from '../keys/redis-key-store.js';
 import { familyCoveredWhole, parseCidr } from '../net/ip-allowlist.js';
 import { redactSecrets } from '../observability/redact.js';
 import { CommandError, UsageError } from './usage-error.js';
@@ -62,7 +62,7 @@ function validAllowedIps(text: string): string[] {
   const cidrs: string[] = [];
   for (const entry of list(text)) {
     const parsed = parseCidr(entry);
-    if (!parsed.ok) throw new UsageError(`--allow-ip: "${entry}": ${parsed.reason}`);
+    if (!parsed.ok) throw new UsageError(`--allow-ip: "${entry}": ${parsed.reason}${parsed.everyAddress ? '; leave --allow-ip out to allow every address' : ''}`);
     if (!cidrs.includes(parsed.cidr)) cidrs.push(parsed.cidr);
   }
   const whole = familyCoveredWhole(cidrs);
@@ -179,7 +179,7 @@ export async function keysCommand(args: string[], ctx: KeysContext): Promise<voi
         const corrupt: string[] = [];
         for (const record of await store.list(values.acquirer, (hash) => corrupt.push(hash))) print(record);
         if (corrupt.length > 0) {
-          throw new CommandError(`${corrupt.length} key record(s) in Redis could not be read (sha256 ${corrupt.map((h) => h.slice(0, 12)).join(', ')}…); the gateway treats them as an outage`);
+          throw new CommandError(`${corrupt.length} key record(s) in Redis could not be read (sha256 ${corrupt.map((h) => h.slice(0, 12)).join(', ')}…); the gateway refuses those keys (503)`);
         }
       };
       break;
@@ -188,10 +188,17 @@ export async function keysCommand(args: string[], ctx: KeysContext): Promise<voi
       throw new UsageError(sub === undefined ? KEYS_USAGE : `unknown keys command "${sub}"\n${KEYS_USAGE}`);
   }
 
-  const redisUrl = ctx.env.REDIS_URL ?? DEFAULT_REDIS_URL;
-  const prefix = ctx.env.REDIS_KEY_PREFIX ?? DEFAULT_REDIS_KEY_PREFIX;
-  // The same rule as serve: an empty prefix would write keys a gateway never reads.
-  if (prefix === '') throw new UsageError('REDIS_KEY_PREFIX: must not be empty');
+  // Checked as serve checks them: an empty prefix would write keys no gateway reads, and a URL that
+  // is not one would fail later, with a stack.
+  let redisUrl: string;
+  let prefix: string;
+  try {
+    redisUrl = readSetting(ctx.env, CONFIG_FIELDS.redisUrl);
+    prefix = readSetting(ctx.env, CONFIG_FIELDS.redisKeyPrefix);
+  } catch (err) {
+    if (err instanceof ConfigError) throw new UsageError(`invalid configuration: ${err.problems.join('; ')}`);
+    throw err;
+  }
   const store =
     ctx.store ??
     new RedisKeyStore({ url: redisUrl, prefix, waitForConnection: true, commandTimeoutMs: 5000 });

@@ -63,7 +63,7 @@ const cidrList = z.string().transform((text, ctx) => {
   const cidrs: string[] = [];
   for (const entry of text.split(',').map((s) => s.trim()).filter((s) => s !== '')) {
     const parsed = parseCidr(entry);
-    if (!parsed.ok) ctx.addIssue({ code: 'custom', message: `"${entry}": ${parsed.reason}` });
+    if (!parsed.ok) ctx.addIssue({ code: 'custom', message: `"${entry}": ${parsed.reason}${parsed.everyAddress ? "; list exactly the proxies' addresses" : ''}` });
     else cidrs.push(parsed.cidr);
   }
   const whole = familyCoveredWhole(cidrs);
@@ -130,6 +130,22 @@ export class ConfigError extends Error {
   }
 }
 
+function readField<T>(spec: FieldSpec<T>, given: string | undefined): { ok: true; value: T } | { ok: false; problem: string } {
+  const raw = given ?? spec.default;
+  if (raw === undefined) return { ok: false, problem: `${spec.env}: required (set ${spec.env} or pass --${flagName(spec.env)})` };
+  const parsed = spec.schema.safeParse(raw);
+  if (parsed.success) return { ok: true, value: parsed.data };
+  const got = spec.secret ? '' : ` (got ${JSON.stringify(raw)})`;
+  return { ok: false, problem: `${spec.env}: ${parsed.error.issues.map((i) => i.message).join('; ')}${got}` };
+}
+
+/** One setting from the environment, checked as `serve` checks it (for other commands that use it). Throws ConfigError. */
+export function readSetting<T>(env: NodeJS.ProcessEnv, spec: FieldSpec<T>): T {
+  const read = readField(spec, env[spec.env]);
+  if (!read.ok) throw new ConfigError([read.problem]);
+  return read.value;
+}
+
 /**
  * Builds the configuration from the environment, with flags (keyed by flag name without dashes,
  * e.g. `port`, `upstream-url`) taking precedence. Throws ConfigError with one line per problem,
@@ -139,18 +155,9 @@ export function loadConfig(env: NodeJS.ProcessEnv, flags: Readonly<Record<string
   const problems: string[] = [];
   const values: Record<string, unknown> = {};
   for (const [key, spec] of Object.entries(CONFIG_FIELDS) as [keyof Fields, FieldSpec<unknown>][]) {
-    const raw = flags[flagName(spec.env)] ?? env[spec.env] ?? spec.default;
-    if (raw === undefined) {
-      problems.push(`${spec.env}: required (set ${spec.env} or pass --${flagName(spec.env)})`);
-      continue;
-    }
-    const parsed = spec.schema.safeParse(raw);
-    if (parsed.success) {
-      values[key] = parsed.data;
-    } else {
-      const got = spec.secret ? '' : ` (got ${JSON.stringify(raw)})`;
-      problems.push(`${spec.env}: ${parsed.error.issues.map((i) => i.message).join('; ')}${got}`);
-    }
+    const read = readField(spec, flags[flagName(spec.env)] ?? env[spec.env]);
+    if (read.ok) values[key] = read.value;
+    else problems.push(read.problem);
   }
   if (problems.length === 0 && (values.headersTimeoutMs as number) > (values.requestTimeoutMs as number)) {
     problems.push('HEADERS_TIMEOUT_MS: must not be longer than REQUEST_TIMEOUT_MS');

@@ -5,7 +5,8 @@ export type IpAddress = ipaddr.IPv4 | ipaddr.IPv6;
 const IPV4_STRICT = /^(?:0|[1-9][0-9]{0,2})(?:\.(?:0|[1-9][0-9]{0,2})){3}$/;
 const PREFIX_STRICT = /^(?:0|[1-9][0-9]{0,2})$/;
 
-export type CidrParseResult = { ok: true; cidr: string } | { ok: false; reason: string };
+/** `everyAddress`: refused because it covers every address (a /0); each caller says what to do instead. */
+export type CidrParseResult = { ok: true; cidr: string } | { ok: false; reason: string; everyAddress?: true };
 
 /**
  * Validates one whitelist entry as an administrator wrote it and returns its canonical CIDR.
@@ -32,13 +33,13 @@ export function parseCidr(text: string): CidrParseResult {
     if (!PREFIX_STRICT.test(prefixText)) return { ok: false, reason: 'prefix length must be a decimal number' };
     prefix = Number(prefixText);
     if (prefix > width) return { ok: false, reason: `prefix length must be at most ${width}` };
-    if (prefix === 0) return { ok: false, reason: 'a /0 whitelist allows every address; leave --allow-ip out instead' };
+    if (prefix === 0) return { ok: false, reason: 'a /0 covers every address', everyAddress: true };
   }
   if (address instanceof ipaddr.IPv6 && address.isIPv4MappedAddress()) {
     if (prefix < 96) return { ok: false, reason: 'an IPv4-mapped range must have a prefix of at least 96' };
     address = address.toIPv4Address();
     prefix -= 96;
-    if (prefix === 0) return { ok: false, reason: 'a /0 whitelist allows every address; leave --allow-ip out instead' };
+    if (prefix === 0) return { ok: false, reason: 'a /0 covers every address', everyAddress: true };
   }
   const network = address.kind() === 'ipv4'
     ? ipaddr.IPv4.networkAddressFromCIDR(`${address.toString()}/${prefix}`)

@@ -53,7 +53,7 @@ describe('keys create', () => {
     [['--acquirer', 'acq_1', '--permissions', 'acquirer_api_keys_create'], /unknown permission "acquirer_api_keys_create"/],
     [['--acquirer', 'acq_1', '--permissions', 'eod_list', '--allow-ip', '10.0.0.1/8'], /--allow-ip: "10.0.0.1\/8": host bits are set; did you mean 10.0.0.0\/8\?/],
     [['--acquirer', 'acq_1', '--permissions', 'eod_list', '--allow-ip', '010.0.0.1'], /--allow-ip: "010.0.0.1"/],
-    [['--acquirer', 'acq_1', '--permissions', 'eod_list', '--allow-ip', '0.0.0.0/0'], /\/0/],
+    [['--acquirer', 'acq_1', '--permissions', 'eod_list', '--allow-ip', '0.0.0.0/0'], /"0\.0\.0\.0\/0": a \/0 covers every address; leave --allow-ip out to allow every address/],
     [['--acquirer', 'acq_1', '--permissions', 'eod_list', '--allow-ip', '0.0.0.0/1,128.0.0.0/1'], /--allow-ip: together these allow every IPv4 address/],
     [['--acquirer', 'acq_1', '--permissions', 'eod_list', '--allow-ip', '::/1,8000::/1,10.0.0.0/8'], /--allow-ip: together these allow every IPv6 address/],
     [['--acquirer', 'acq_1', '--permissions', 'eod_list', '--allow-ip', ' , '], /--allow-ip: no address given/],
@@ -102,6 +102,9 @@ describe('keys show, update, disable, list', () => {
     expect((await runCli(['keys', 'update', 'key_x', '--allow-ip', ''], env)).stderr).toMatch(/no address given/);
     expect((await runCli(['keys', 'update', 'key_x', '--allow-ip', '10.0.0.0/8', '--allow-any-ip'], env)).code).toBe(2);
     expect((await runCli(['keys', 'list'], { ...env, REDIS_KEY_PREFIX: '' })).stderr).toMatch(/REDIS_KEY_PREFIX: must not be empty/);
+    // Checked as serve checks it: named, exit 2, no stack, and the password never echoed.
+    const badUrl = await runCli(['keys', 'list'], { ...env, REDIS_URL: 'redis://:hunter2@127.0.0.1:99999' });
+    expect([badUrl.code, badUrl.stderr]).toEqual([2, 'acquirer-gateway: invalid configuration: REDIS_URL: must be a redis:// or rediss:// URL\n']);
     expect((await runCli(['keys', 'show'], env)).code).toBe(2);
     expect((await runCli(['keys', 'frobnicate'], env)).code).toBe(2);
   });

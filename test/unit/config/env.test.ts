@@ -62,6 +62,7 @@ describe('loadConfig', () => {
     [{ ...base, HOST: 'nonexistent.invalid' }, 'HOST: must be an IPv4 or IPv6 address, e.g. :: or 127.0.0.1 (got "nonexistent.invalid")'],
     [{ ...base, TRUSTED_PROXIES: '10.0.0.1/8' }, 'TRUSTED_PROXIES: "10.0.0.1/8": host bits are set; did you mean 10.0.0.0/8? (got "10.0.0.1/8")'],
     [{ ...base, TRUSTED_PROXIES: '0.0.0.0/1, 128.0.0.0/1' }, 'TRUSTED_PROXIES: together these trust every IPv4 address (got "0.0.0.0/1, 128.0.0.0/1")'],
+    [{ ...base, TRUSTED_PROXIES: '0.0.0.0/0' }, 'TRUSTED_PROXIES: "0.0.0.0/0": a /0 covers every address; list exactly the proxies\' addresses (got "0.0.0.0/0")'],
     [{ ...base, REDIS_URL: 'http://x' }, 'REDIS_URL: must use redis:// or rediss://'],
     [{ ...base, UPSTREAM_TIMEOUT_MS: '0' }, 'UPSTREAM_TIMEOUT_MS: must be an integer from 1 to 3600000 (got "0")'],
     [{ ...base, HEADERS_TIMEOUT_MS: '60000', REQUEST_TIMEOUT_MS: '30000' }, 'HEADERS_TIMEOUT_MS: must not be longer than REQUEST_TIMEOUT_MS'],
