@@ -11,7 +11,9 @@ import { KeyResolver } from './keys/key-resolver.js';
 import type { KeyStore } from './keys/key-store.js';
 import { RedisKeyStore } from './keys/redis-key-store.js';
 import type { Logger } from './logger.js';
+import { addressText, peerAddress } from './net/client-address.js';
 import { createMetrics, methodLabel, UNMATCHED_ROUTE, type GatewayMetrics } from './observability/metrics.js';
+import { loggedPath } from './observability/request-observer.js';
 import { COLLECT_EVERY_BYTES, youngCollector } from './proxy/streamed-memory.js';
 import { createUpstreamAgent } from './proxy/upstream-proxy.js';
 
@@ -105,27 +107,51 @@ export async function startGateway(config: Config, { logger, keyStore, worker = 
   // CONNECT is never a route; without a listener Node would drop the connection without a word.
   server.on('connect', (req: http.IncomingMessage, socket: Socket) => {
     const requestId = randomUUID();
-    observeRefusal(400, 'BAD_REQUEST', requestId, socket.remoteAddress, req.method);
+    observeRefusal(400, 'BAD_REQUEST', requestId, socket, req);
     sendRawError(socket, 400, requestId);
   });
-  /** Requests refused before Express sees them are counted and logged like any other. */
-  const observeRefusal = (status: 400 | 431, code: 'BAD_REQUEST' | 'HEADERS_TOO_LARGE', requestId: string, client: string | undefined, method?: string) => {
-    metrics.requests.inc({ route: UNMATCHED_ROUTE, method: methodLabel(method), status: String(status) });
+  /**
+   * Requests refused before Express sees them are counted and logged like any other, with the access
+   * line's fields in its order: null for what was never known (no request parsed, no time taken),
+   * the client as the socket's peer.
+   */
+  const observeRefusal = (status: 400 | 431, code: 'BAD_REQUEST' | 'HEADERS_TOO_LARGE', requestId: string, socket: Socket, req?: http.IncomingMessage) => {
+    metrics.requests.inc({ route: UNMATCHED_ROUTE, method: methodLabel(req?.method), status: String(status) });
     metrics.denials.inc({ reason: 'bad_request' });
-    logger.info({ request_id: requestId, method: method ?? null, route: null, status, decision: 'bad_request', code, client: client ?? null }, 'request');
+    const peer = peerAddress(socket);
+    logger.flat(
+      'info',
+      {
+        request_id: requestId,
+        method: req?.method ?? null,
+        path: req?.url === undefined ? null : loggedPath(req.url),
+        route: null,
+        status,
+        decision: 'bad_request',
+        code,
+        acquirer_id: null,
+        key_id: null,
+        client: peer === null ? null : addressText(peer),
+        duration_ms: null,
+        upstream_ms: null,
+        upstream_status: null,
+        completed: null,
+      },
+      'request',
+    );
   };
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
     // A reset or timed-out socket has nobody to answer; anything else is a malformed request.
     if (err.code === 'ECONNRESET' || err.code === 'ERR_HTTP_REQUEST_TIMEOUT') return void socket.destroy();
     const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
     const requestId = randomUUID();
-    observeRefusal(status, status === 431 ? 'HEADERS_TOO_LARGE' : 'BAD_REQUEST', requestId, (socket as Socket).remoteAddress);
+    observeRefusal(status, status === 431 ? 'HEADERS_TOO_LARGE' : 'BAD_REQUEST', requestId, socket as Socket);
     sendRawError(socket, status, requestId);
   });
   // An Expect other than 100-continue: Node would answer an empty 417; nothing here takes a body anyway.
   server.on('checkExpectation', (req: http.IncomingMessage, res: http.ServerResponse) => {
     const requestId = randomUUID();
-    observeRefusal(400, 'BAD_REQUEST', requestId, req.socket.remoteAddress, req.method);
+    observeRefusal(400, 'BAD_REQUEST', requestId, req.socket, req);
     sendError(res, 400, requestId);
   });
   // While shutting down, no response keeps its connection: each closes once its response is done.

@@ -9,6 +9,11 @@ import { redactSecrets } from './redact.js';
 import { createRequestLocals } from '../request-context.js';
 import { methodLabel, UNMATCHED_ROUTE, type GatewayMetrics } from './metrics.js';
 
+/** The request-target as an access line shows it: cut at 512 characters (keys in it: the logger redacts). */
+export function loggedPath(url: string): string {
+  return url.length > 512 ? url.slice(0, 512) + '…' : url;
+}
+
 /** An incoming request id is kept only if it is short and plain: it goes into logs and upstream. */
 const VALID_REQUEST_ID = /^[A-Za-z0-9._:@-]{1,128}$/;
 
@@ -65,7 +70,7 @@ export function createRequestObserver({ policy, metrics, logger, trustedProxies 
       const line = {
         request_id: locals.requestId,
         method: req.method,
-        path: req.url.length > 512 ? req.url.slice(0, 512) + '…' : req.url, // keys in it: the logger redacts
+        path: loggedPath(req.url),
         route: locals.route?.id ?? null,
         status,
         // A response that never completed (client gone, upstream cut mid-body) is not an allow.

@@ -188,9 +188,16 @@ describe('metrics, health and readiness', () => {
     expect(expectation.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
     const after = metricValue(await metricsText(g), 'acquirer_gateway_requests_total', { route: 'unmatched', status: '400' });
     expect(after).toBe(before + 2);
+    const lines = [];
     for (const id of [raw.headers['x-request-id'], expectation.headers['x-request-id']]) {
-      await waitFor(() => g.logLines.some((l) => l.includes(`"request_id":"${id}"`) && l.includes('"decision":"bad_request"')), { what: 'the access line' });
+      lines.push(await waitFor(() => g.logLines.find((l) => l.includes(`"request_id":"${id}"`) && l.includes('"decision":"bad_request"')), { what: 'the access line' }));
     }
+    // Every field of an access line, in its order; the client as other lines show it (not ::ffff:127.0.0.1).
+    const fields = (line: string) => Object.keys(JSON.parse(line));
+    expect((await request(g.url, LIST, bearer(key))).status).toBe(200);
+    const allowed = await waitFor(() => g.logLines.find((l) => l.includes('"msg":"request"') && l.includes('"decision":"allowed"')), { what: 'an allowed access line' });
+    for (const line of lines) expect(fields(line)).toEqual(fields(allowed));
+    expect(lines.map((l) => [JSON.parse(l).client, JSON.parse(l).path])).toEqual([['127.0.0.1', null], ['127.0.0.1', LIST]]);
   });
 
   it('the public port never answers for admin paths', async () => {
