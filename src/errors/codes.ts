@@ -89,6 +89,11 @@ export const ERROR_CODES = {
     reason: 'bad_request',
     description: 'The request cannot be judged safely (duplicate Authorization, a body on a route that takes none), or Node\'s HTTP parser rejected it.',
   },
+  QUERY_NOT_ALLOWED: {
+    status: 400,
+    reason: 'bad_request',
+    description: 'The route declares the query parameters it takes, and this query has another, one twice, or a value not of its type.',
+  },
   HEADERS_TOO_LARGE: {
     status: 431,
     reason: 'bad_request',

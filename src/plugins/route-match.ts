@@ -11,6 +11,10 @@ export function createRouteMatch(): RequestHandler {
     const match = matchRoute(res.locals.policy, req.method, req.url);
     if (match.kind === 'non_canonical') throw new GatewayError('NON_CANONICAL_PATH');
     if (match.kind === 'not_found') throw new GatewayError('ROUTE_NOT_FOUND');
+    if (match.kind === 'query_not_allowed') {
+      res.locals.route = match.route;
+      throw new GatewayError('QUERY_NOT_ALLOWED');
+    }
     // Every route declared today takes no body; one that arrived anyway would travel unjudged.
     if (req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] ?? '0') !== '0') {
       throw new GatewayError('BAD_REQUEST');

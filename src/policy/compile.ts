@@ -1,5 +1,6 @@
 import { isErrorStatus, type ErrorStatus } from '../errors/codes.js';
 import { neverForwarded } from '../proxy/forward-headers.js';
+import { PARAM_TYPES, type ParamType, type ParamTypeName } from './param-types.js';
 import type { PolicyDocument } from './schema.js';
 import { compileTemplate, overlappingPath, TemplateError, type CompiledTemplate } from './template.js';
 
@@ -8,12 +9,20 @@ export interface Permission {
   readonly description: string;
 }
 
+/** A declared query parameter: its type, and the check of a raw (never decoded) value against it. */
+export interface QueryParam {
+  readonly type: ParamTypeName;
+  readonly accepts: (value: string) => boolean;
+}
+
 export interface CompiledRoute {
   readonly id: string;
   readonly method: string;
   /** The template as written in the policy. */
   readonly path: string;
   readonly template: CompiledTemplate;
+  /** The query parameters it takes, by name; undefined: the query is not checked. */
+  readonly query: ReadonlyMap<string, QueryParam> | undefined;
   readonly permissions: readonly string[];
   readonly serve: 'permission_catalogue' | undefined;
 }
@@ -48,6 +57,15 @@ const RESERVED_HEADERS = new Set([
   'host', 'content-length', 'content-type', 'content-encoding', 'cookie', 'max-forwards', 'range',
   'if-range', 'x-request-id',
 ]);
+
+/** A query parameter's name, matched as written: nothing a client would have to encode. */
+const QUERY_NAME = /^[A-Za-z][A-Za-z0-9_.-]{0,63}$/;
+
+function queryParam(type: ParamTypeName): QueryParam {
+  const { pattern, validate } = PARAM_TYPES[type] as ParamType;
+  const whole = new RegExp(`^${pattern}$`);
+  return { type, accepts: validate === undefined ? (value) => whole.test(value) : (value) => whole.test(value) && validate(value) };
+}
 
 /**
  * Checks what the schema cannot (references, uniqueness, templates, ambiguity) and builds the
@@ -93,6 +111,10 @@ export function compilePolicy(doc: PolicyDocument, contentHash: string): Compile
       problem(['routes', i, 'method'], 'the permission catalogue is served for GET only');
     }
 
+    for (const name of Object.keys(route.query ?? {})) {
+      if (!QUERY_NAME.test(name)) problem(['routes', i, 'query', name], 'a query parameter name is a letter, then up to 63 letters, digits, _ . or -');
+    }
+
     let template: CompiledTemplate;
     try {
       template = compileTemplate(route.path, route.params ?? {});
@@ -117,6 +139,7 @@ export function compilePolicy(doc: PolicyDocument, contentHash: string): Compile
       method: route.method,
       path: route.path,
       template,
+      query: route.query === undefined ? undefined : new Map(Object.entries(route.query).map(([name, type]) => [name, queryParam(type)])),
       permissions: route.permissions,
       serve: route.serve,
     });

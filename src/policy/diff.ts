@@ -60,6 +60,8 @@ export function diffPolicies(oldPolicy: CompiledPolicy, newPolicy: CompiledPolic
       const was = beforeTypes.get(name);
       if (was !== undefined && was !== type) notes.push(`⚠️ parameter :${name} is now ${code(type)} (was ${code(was)}): review what it lets through`);
     }
+    const queryNote = queryChange(before.query, route.query);
+    if (queryNote !== null) notes.push(queryNote);
     if (notes.length > 0) changed.push(`- ${code(routeKey(route))}: ${notes.join('; ')}`);
   }
   section('Routes changed', changed);
@@ -103,17 +105,34 @@ export function diffPolicies(oldPolicy: CompiledPolicy, newPolicy: CompiledPolic
   return out.join('\n');
 }
 
+/** A route's query declaration as a reviewer reads it. */
+function describeQuery(query: CompiledRoute['query']): string {
+  if (query === undefined) return 'any (unchecked)';
+  if (query.size === 0) return 'none';
+  return [...query].map(([name, param]) => `${name}: ${param.type}`).join(', ');
+}
+
+/** What changed in the query a route takes; null when nothing did. Taking more, or any, loosens it. */
+function queryChange(before: CompiledRoute['query'], after: CompiledRoute['query']): string | null {
+  const was = describeQuery(before);
+  const now = describeQuery(after);
+  if (was === now) return null;
+  const wider = after === undefined || (before !== undefined && [...after].some(([name, param]) => before.get(name)?.type !== param.type));
+  const text = `query ${code(now)} (was ${code(was)})`;
+  return wider ? `**${text}: loosens what reaches the upstream**` : text;
+}
+
 /** The effective route table, as a Markdown table. */
 export function routeTable(policy: CompiledPolicy): string {
   const rows = policy.routes.map((r) => {
     const params = r.template.segments.flatMap((s) => (s.kind === 'param' ? [`${s.name}: ${s.type}`] : []));
-    return `| ${code(r.id)} | ${r.method} | ${code(r.path)} | ${params.join(', ') || '–'} | ${list(r.permissions)} | ${r.serve ? 'gateway' : 'upstream'} |`;
+    return `| ${code(r.id)} | ${r.method} | ${code(r.path)} | ${params.join(', ') || '–'} | ${describeQuery(r.query)} | ${list(r.permissions)} | ${r.serve ? 'gateway' : 'upstream'} |`;
   });
   return [
     `Acquirer header: ${code(policy.acquirerHeader)}; policy sha256 ${policy.contentHash}`,
     '',
-    '| route | method | path | parameters | permissions (all required) | answered by |',
-    '|---|---|---|---|---|---|',
+    '| route | method | path | parameters | query | permissions (all required) | answered by |',
+    '|---|---|---|---|---|---|---|',
     ...rows,
     '',
   ].join('\n');

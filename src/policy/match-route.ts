@@ -1,9 +1,11 @@
-import type { CompiledPolicy, CompiledRoute } from './compile.js';
+import type { CompiledPolicy, CompiledRoute, QueryParam } from './compile.js';
 
 export type RouteMatch =
   | { readonly kind: 'matched'; readonly route: CompiledRoute; readonly path: string; readonly query: string }
   | { readonly kind: 'non_canonical' }
-  | { readonly kind: 'not_found' };
+  | { readonly kind: 'not_found' }
+  /** The path is the route's, the query is not one it takes. */
+  | { readonly kind: 'query_not_allowed'; readonly route: CompiledRoute };
 
 /**
  * Characters allowed in a path segment: RFC 3986 unreserved plus sub-delims that carry no
@@ -43,7 +45,29 @@ export function matchRoute(policy: CompiledPolicy, method: string, target: strin
       const validate = validators[i];
       if (validate !== undefined && !validate(match[i + 1]!)) valid = false;
     }
-    if (valid) return { kind: 'matched', route, path: split.path, query: split.query };
+    if (!valid) continue;
+    if (route.query !== undefined && !queryAllowed(route.query, split.query)) return { kind: 'query_not_allowed', route };
+    return { kind: 'matched', route, path: split.path, query: split.query };
   }
   return { kind: 'not_found' };
+}
+
+/**
+ * Whether a raw query (`''` or `?…`) holds only parameters the route declares, each once, each
+ * `name=value` with the value, as written (never decoded), of the declared type. So an upstream that
+ * reads its query can only be told what the policy allows: no `acquirer_id` it might prefer to the
+ * header, and no second `page` for a framework that reads the last where the gateway read the first.
+ */
+function queryAllowed(declared: ReadonlyMap<string, QueryParam>, query: string): boolean {
+  if (query.length <= 1) return true; // none, or a bare `?`
+  const seen: string[] = [];
+  for (const pair of query.slice(1).split('&')) {
+    const eq = pair.indexOf('=');
+    if (eq === -1) return false;
+    const name = pair.slice(0, eq);
+    const param = declared.get(name);
+    if (param === undefined || seen.includes(name) || !param.accepts(pair.slice(eq + 1))) return false;
+    seen.push(name);
+  }
+  return true;
 }

@@ -28,6 +28,10 @@ export const routeSchema = z.strictObject({
     .record(z.string(), z.enum(PARAM_TYPE_NAMES))
     .optional()
     .describe('Type of each :name parameter of the path.'),
+  query: z
+    .record(z.string(), z.enum(PARAM_TYPE_NAMES))
+    .optional()
+    .describe('The query parameters the route takes, each with its type: any other, one given twice, or a value not of its type is refused (400). `{}`: none. Absent: the query is forwarded unchecked.'),
   permissions: z
     .array(permissionName)
     .describe('Permissions the key must carry, all of them. Empty: any valid key.'),

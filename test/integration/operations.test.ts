@@ -72,7 +72,7 @@ beforeAll(async () => {
       finishSlow = () => res.end('last,part\r\n');
       return;
     }
-    if (req.url!.includes('missing')) {
+    if (req.url!.includes('1999-01-01')) {
       res.writeHead(404, { 'content-type': 'text/plain' });
       res.end('nope');
       return;
@@ -122,7 +122,8 @@ describe('metrics, health and readiness', () => {
       [LIST, bearer(key), 200],
       [LIST, bearer(key), 200],
       [`${LIST}?page=2`, bearer(key), 200],
-      [`/v1/acquirer/eod_statements/by_date/2026-01-01.csv?missing`, bearer(key), 404],
+      [`/v1/acquirer/eod_statements/by_date/1999-01-01.csv`, bearer(key), 404], // the upstream has none
+      [`${LIST}?acquirer_id=acq_2`, bearer(key), 400],
       [PERMISSIONS, bearer(key), 200],
       [LIST, {}, 401],
       [LIST, bearer(unknownKey), 401],
@@ -136,6 +137,9 @@ describe('metrics, health and readiness', () => {
     expect(requests({ route: 'eod_statements_list', method: 'GET', status: '200' })).toBe(3);
     expect(requests({ route: 'eod_statement_download_by_date', method: 'GET', status: '404' })).toBe(1);
     expect(requests({ route: 'api_keys_permissions', method: 'GET', status: '200' })).toBe(1);
+    // A query the route does not take: refused under the route it addressed.
+    expect(requests({ route: 'eod_statements_list', method: 'GET', status: '400' })).toBe(1);
+    expect(metricValue(text, 'acquirer_gateway_denials_total', { reason: 'bad_request' })).toBe(1);
     expect(requests({ route: 'unmatched', method: 'GET', status: '401' })).toBe(3);
     expect(requests({ route: 'unmatched', method: 'GET', status: '404' })).toBe(2);
     expect(metricValue(text, 'acquirer_gateway_denials_total', { reason: 'missing_key' })).toBe(1);
@@ -148,7 +152,7 @@ describe('metrics, health and readiness', () => {
     expect(metricValue(text, 'acquirer_gateway_key_resolutions_total', { layer: 'memory', result: 'hit' })).toBeGreaterThanOrEqual(6);
     expect(metricValue(text, 'acquirer_gateway_key_resolutions_total', { layer: 'redis', result: 'miss' })).toBe(1);
     expect(metricValue(text, 'acquirer_gateway_key_resolutions_total', { layer: 'memory', result: 'negative_hit' })).toBe(1);
-    expect(metricValue(text, 'acquirer_gateway_request_duration_seconds_count', { route: 'eod_statements_list' })).toBe(3);
+    expect(metricValue(text, 'acquirer_gateway_request_duration_seconds_count', { route: 'eod_statements_list' })).toBe(4); // the 400 too
     expect(text).toMatch(/acquirer_gateway_request_duration_seconds_bucket\{le="0\.0005",route="eod_statements_list"\}/);
     expect(metricValue(text, 'acquirer_gateway_upstream_duration_seconds_count', { route: 'eod_statements_list' })).toBe(3);
     expect(metricValue(text, 'acquirer_gateway_key_store_up')).toBe(1);

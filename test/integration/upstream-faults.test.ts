@@ -1,6 +1,7 @@
 import http from 'node:http';
 import net from 'node:net';
 import { createKey, startServe, type ServeProcess } from '../helpers/cli.js';
+import { queryUncheckedPolicyFile } from '../helpers/policy.js';
 import { bearer, request } from '../helpers/http.js';
 import { freePort, startTestRedis, type TestRedis } from '../helpers/redis.js';
 import { waitFor } from '../helpers/wait.js';
@@ -128,7 +129,8 @@ beforeAll(async () => {
   faulty = faultyUpstream();
   await new Promise<void>((resolve) => faulty.listen(0, '127.0.0.1', () => resolve()));
   faultyPort = (faulty.address() as net.AddressInfo).port;
-  const env = { REDIS_URL: redis.url, REDIS_KEY_PREFIX: redis.prefix };
+  // The fake upstream is told what to do through the query (`?mode=reset`): a list route that takes any.
+  const env = { REDIS_URL: redis.url, REDIS_KEY_PREFIX: redis.prefix, POLICY_FILE: queryUncheckedPolicyFile() };
   ({ key } = await createKey(env, { acquirer: 'acq_1', permissions: ['eod_list', 'eod_read'] }));
   gateway = await startServe({ ...env, UPSTREAM_URL: `http://127.0.0.1:${faultyPort}`, UPSTREAM_TIMEOUT_MS: String(UPSTREAM_TIMEOUT_MS), STREAM_IDLE_TIMEOUT_MS: '1000' });
   onePoolGateway = await startServe({ ...env, UPSTREAM_URL: `http://127.0.0.1:${faultyPort}`, UPSTREAM_MAX_SOCKETS: '1', UPSTREAM_TIMEOUT_MS: '5000', STREAM_IDLE_TIMEOUT_MS: '1000' });
@@ -313,7 +315,7 @@ describe('a streaming answer on which nothing moves for STREAM_IDLE_TIMEOUT_MS',
 describe('a pooled connection the upstream closed as it was reused', () => {
   let pooled: ServeProcess;
   beforeAll(async () => {
-    pooled = await startServe({ REDIS_URL: redis.url, REDIS_KEY_PREFIX: redis.prefix, UPSTREAM_URL: `http://127.0.0.1:${faultyPort}`, UPSTREAM_MAX_SOCKETS: '2' });
+    pooled = await startServe({ REDIS_URL: redis.url, REDIS_KEY_PREFIX: redis.prefix, POLICY_FILE: queryUncheckedPolicyFile(), UPSTREAM_URL: `http://127.0.0.1:${faultyPort}`, UPSTREAM_MAX_SOCKETS: '2' });
   });
   afterAll(async () => pooled.stop());
 

