@@ -152,9 +152,10 @@ export async function startGateway(env, { wrapper = [], readyMs = 15_000 } = {})
   if (process.env.BENCH_CPU_PROF) nodeArgs.push('--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`);
   // Node or V8 options to try on the gateway alone (`--max-semi-space-size=4`, say).
   if (process.env.BENCH_GATEWAY_NODE_ARGS) nodeArgs.push(...process.env.BENCH_GATEWAY_NODE_ARGS.split(' ').filter(Boolean));
-  // BENCH_CLI: another build's dist/cli.js (a checkout of an older commit, built), to compare builds in one run.
+  // BENCH_CLI: another build's dist/cli.js (a checkout of an older commit, built), to compare builds in one run;
+  // with POLICY_FILE, that build's own policy when the format changed since.
   const child = spawn(...wrapped(wrapper, process.execPath, [...nodeArgs, env.BENCH_CLI ?? process.env.BENCH_CLI ?? CLI, 'serve']), {
-    env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1', ADMIN_PORT: String(adminPort), POLICY_FILE, POLICY_WATCH: 'false' },
+    env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1', ADMIN_PORT: String(adminPort), POLICY_FILE: env.POLICY_FILE ?? POLICY_FILE, POLICY_WATCH: 'false' },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   children.push(child);
