@@ -147,7 +147,15 @@ export class RedisKeyStore implements KeyStore {
   }
 
   async findByHash(keyHash: string): Promise<ApiKeyRecord | null> {
-    return parseRecord(await this.#client.get(this.#recordKey(keyHash)));
+    let raw: string | null;
+    try {
+      raw = await this.#client.get(this.#recordKey(keyHash));
+    } catch (err) {
+      // Redis answered: the value is there, but not a string (a hash, a list …).
+      if (err instanceof Error && err.message.startsWith('WRONGTYPE')) throw new CorruptKeyRecordError('key record is not a string value');
+      throw err;
+    }
+    return parseRecord(raw);
   }
 
   async findById(id: string): Promise<ApiKeyRecord | null> {
@@ -166,6 +174,10 @@ export class RedisKeyStore implements KeyStore {
     for (const [i, raw] of raws.entries()) {
       let record: ApiKeyRecord | null;
       try {
+        // MGET gives nil for a value that is not a string: missing (a key being created), or of another type.
+        if (raw === null && (await this.#client.type(this.#recordKey(present[i]!))) !== 'none') {
+          throw new CorruptKeyRecordError('key record is not a string value');
+        }
         record = parseRecord(raw);
       } catch (err) {
         // One bad record must not hide the others; the caller decides what to make of it.

@@ -50,10 +50,15 @@ it('one key whose record is not a record: that key gets 503, and the gateway sta
   try {
     const { key } = await createKey({ REDIS_URL: redis.url, REDIS_KEY_PREFIX: redis.prefix }, { acquirer: 'acq_1', permissions: ['eod_list', 'eod_read'] });
     const { key: sound } = await createKey({ REDIS_URL: redis.url, REDIS_KEY_PREFIX: redis.prefix }, { acquirer: 'acq_2', permissions: ['eod_list', 'eod_read'] });
+    const { key: wrongType } = await createKey({ REDIS_URL: redis.url, REDIS_KEY_PREFIX: redis.prefix }, { acquirer: 'acq_3', permissions: ['eod_list', 'eod_read'] });
     await redis.client.set(`${redis.prefix}key:${hashKey(key)}`, 'not json');
-    const res = await request(real.url, '/v1/acquirer/eod_statements', bearer(key));
-    expect(res.status).toBe(503);
-    expect(res.body.toString()).toBe('{"message":"Service unavailable"}');
+    await redis.client.del(`${redis.prefix}key:${hashKey(wrongType)}`);
+    await redis.client.hset(`${redis.prefix}key:${hashKey(wrongType)}`, 'a', 'b');
+    for (const bad of [key, wrongType]) {
+      const res = await request(real.url, '/v1/acquirer/eod_statements', bearer(bad));
+      expect(res.status).toBe(503);
+      expect(res.body.toString()).toBe('{"message":"Service unavailable"}');
+    }
     expect(upstream.received).toEqual([]);
     const ready = await request(real.adminUrl, '/readyz');
     expect([ready.status, JSON.parse(ready.body.toString()).checks.key_store]).toEqual([200, 'ok']);

@@ -1,4 +1,5 @@
 import { RedisKeyStore } from '../../src/keys/redis-key-store.js';
+import { CorruptKeyRecordError } from '../../src/keys/key-store.js';
 import { keyStoreContract, newRecord } from '../helpers/key-store-contract.js';
 import { startTestRedis, type TestRedis } from '../helpers/redis.js';
 import { waitFor } from '../helpers/wait.js';
@@ -51,6 +52,9 @@ describe('RedisKeyStore specifics', () => {
     await redis.client.set(`${prefix}key:${'b'.repeat(64)}`, 'not json');
     await expect(store.findByHash('a'.repeat(64))).rejects.toThrow(/unexpected shape/);
     await expect(store.findByHash('b'.repeat(64))).rejects.toThrow(/not JSON/);
+    // A value of another Redis type: the same kind of error (Redis answered), not an outage.
+    await redis.client.hset(`${prefix}key:${'c'.repeat(64)}`, 'a', 'b');
+    await expect(store.findByHash('c'.repeat(64))).rejects.toBeInstanceOf(CorruptKeyRecordError);
     // Fields the request path trusts: an acquirer id that is no safe header value, a whitelist entry
     // that does not parse (which must never degrade to "any address").
     const valid = newRecord();
@@ -60,5 +64,22 @@ describe('RedisKeyStore specifics', () => {
       await expect(store.findByHash(hash)).rejects.toThrow(/unexpected shape/);
     }
     await store.close();
+  });
+
+  it('lists every key it can read and reports the others, a value of another type included', async () => {
+    const prefix = `${redis.prefix}list-corrupt:`;
+    const store = await readyStore(prefix);
+    try {
+      const [sound, notJson, wrongType] = [newRecord(), newRecord(), newRecord()];
+      for (const record of [sound, notJson, wrongType]) await store.create(record);
+      await redis.client.set(`${prefix}key:${notJson.key_hash}`, 'not json');
+      await redis.client.del(`${prefix}key:${wrongType.key_hash}`);
+      await redis.client.hset(`${prefix}key:${wrongType.key_hash}`, 'a', 'b');
+      const reported: string[] = [];
+      expect((await store.list(undefined, (hash) => reported.push(hash))).map((r) => r.id)).toEqual([sound.id]);
+      expect(reported.sort()).toEqual([notJson.key_hash, wrongType.key_hash].sort());
+    } finally {
+      await store.close();
+    }
   });
 });
