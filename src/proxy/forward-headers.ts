@@ -129,8 +129,11 @@ export const NEVER_RETURNED = new Set(['server', 'x-powered-by', 'via']);
  * internal address. A redirect anywhere else (a storage URL, another site) is passed as it is.
  */
 function clientLocation(location: string, upstreamOrigin: string): string {
-  if (location.slice(0, upstreamOrigin.length).toLowerCase() !== upstreamOrigin) return location;
-  const rest = location.slice(upstreamOrigin.length);
+  // The origin, or its scheme-relative form (`//host:port/…`).
+  const authority = upstreamOrigin.slice(upstreamOrigin.indexOf('//'));
+  const prefix = location.startsWith('//') ? authority : upstreamOrigin;
+  if (location.slice(0, prefix.length).toLowerCase() !== prefix) return location;
+  const rest = location.slice(prefix.length);
   if (rest === '') return '/';
   if (rest[0] === '?') return `/${rest}`;
   // Not `//host/…` or `/\host/…`: relative, those would send the client to another host.
@@ -156,6 +159,12 @@ const URL_HEADERS: ReadonlyMap<string, (value: string, upstreamOrigin: string) =
   ['refresh', clientRefresh],
   ['link', clientLink],
 ]);
+
+/** Whether a header value holds the upstream's address, with any scheme or none. */
+function namesUpstream(value: string | string[], upstreamOrigin: string): boolean {
+  const authority = upstreamOrigin.slice(upstreamOrigin.indexOf('//'));
+  return (Array.isArray(value) ? value : [value]).some((v) => v.toLowerCase().includes(authority));
+}
 
 /**
  * A redirect's body is not passed on. It is for a human who did not follow the redirect, and it
@@ -184,7 +193,15 @@ export function buildClientHeaders(status: number, upstream: IncomingHttpHeaders
     if (withoutBody && DROPPED_BODY_HEADERS.has(name)) continue;
     const value = upstream[name];
     const rewrite = URL_HEADERS.get(name);
-    outgoing[name] = rewrite === undefined || value === undefined ? value : Array.isArray(value) ? value.map((v) => rewrite(v, upstreamOrigin)) : rewrite(value, upstreamOrigin);
+    if (rewrite === undefined || value === undefined) {
+      outgoing[name] = value;
+      continue;
+    }
+    const rewritten = Array.isArray(value) ? value.map((v) => rewrite(v, upstreamOrigin)) : rewrite(value, upstreamOrigin);
+    // Still naming the upstream after that (sent twice and joined by Node, a Link's anchor …): not
+    // passed. A Location, whose redirect a client needs, only ever names it inside another site's URL.
+    if (name !== 'location' && namesUpstream(rewritten, upstreamOrigin)) continue;
+    outgoing[name] = rewritten;
   }
   if (withoutBody) outgoing['content-length'] = '0';
   outgoing['x-request-id'] = requestId;

@@ -119,6 +119,11 @@ describe('buildClientHeaders', () => {
     ['http://10.0.0.5:8080.evil.example/a', 'http://10.0.0.5:8080.evil.example/a'],
     ['https://10.0.0.5:8080/a', 'https://10.0.0.5:8080/a'],
     ['https://storage.example/eod/abc.csv', 'https://storage.example/eod/abc.csv'],
+    // Scheme-relative, on the upstream's authority.
+    ['//10.0.0.5:8080/v1/x', '/v1/x'],
+    ['//10.0.0.5:8080', '/'],
+    ['//10.0.0.5:8080//evil.example/a', '//10.0.0.5:8080//evil.example/a'],
+    ['//storage.example/a', '//storage.example/a'],
     ['/already/relative', '/already/relative'],
   ])('Location %s → %s', (location, expected) => {
     expect(buildClientHeaders(302, { location }, 'req-1', ORIGIN).location).toBe(expected);
@@ -138,7 +143,18 @@ describe('buildClientHeaders', () => {
     });
     expect(buildClientHeaders(200, { refresh: '5;URL=\'http://10.0.0.5:8080/b\'' }, 'r', ORIGIN).refresh).toBe('5;URL=\'/b\'');
     expect(buildClientHeaders(200, { refresh: '5' }, 'r', ORIGIN).refresh).toBe('5');
-    expect(buildClientHeaders(200, { refresh: '1; url=http://10.0.0.5:8080.evil.example/' }, 'r', ORIGIN).refresh).toBe('1; url=http://10.0.0.5:8080.evil.example/');
+    expect(buildClientHeaders(200, { refresh: '1; url=http://10.0.0.5:8080.evil.example/' }, 'r', ORIGIN)).not.toHaveProperty('refresh');
+  });
+
+  it('drops a Content-Location, Refresh or Link that still names the upstream once rewritten, never a Location', () => {
+    const headers = buildClientHeaders(302, {
+      // Sent twice: Node joins the two, and only the first can be made relative.
+      'content-location': '/a, http://10.0.0.5:8080/b',
+      refresh: '0;url=/a, 5;url=HTTP://10.0.0.5:8080/b',
+      link: '</a>; rel="next"; anchor="http://10.0.0.5:8080/anchor"',
+      location: 'https://storage.example/x?back=http://10.0.0.5:8080/y',
+    }, 'r', ORIGIN);
+    expect(headers).toEqual({ location: 'https://storage.example/x?back=http://10.0.0.5:8080/y', 'content-length': '0', 'x-request-id': 'r' });
   });
 
   it.each([300, 301, 302, 303, 307, 308])('a %i answers without a body: its length is 0 and its content headers go', (status) => {
