@@ -23,6 +23,10 @@ export const NEVER_FORWARDED = new Set([
   'front-end-https', 'x-http-method-override', 'x-http-method', 'x-method-override',
   // Who the client is, as an authenticating proxy in front of a service would claim it.
   'remote-user', 'x-remote-user',
+  // The API authenticates by key alone. A cookie could carry another identity (a session of the
+  // legacy service's own dashboard) or parameters a framework merges with the query (PHP's
+  // $_REQUEST, ASP.NET's Request[name]), past what the policy judged.
+  'cookie',
   // CGI-style servers turn it into HTTP_PROXY, which HTTP clients read as their proxy ("httpoxy").
   'proxy',
 ]);
@@ -119,9 +123,10 @@ export function buildUpstreamHeaders(
  * Response headers that name the software or the hosts behind the gateway: a banner for whoever
  * fingerprints the legacy service, and nothing a client needs. (nginx hides the upstream's `Server`
  * by default too.) `Via` lists the intermediaries inside, by host name: RFC 9110 §7.6.3 asks a portal
- * through a firewall not to forward those names.
+ * through a firewall not to forward those names. `Set-Cookie`: a cookie never goes back upstream
+ * (NEVER_FORWARDED), so one set would only hand the client the legacy service's session.
  */
-export const NEVER_RETURNED = new Set(['server', 'x-powered-by', 'via']);
+export const NEVER_RETURNED = new Set(['server', 'x-powered-by', 'via', 'set-cookie']);
 
 /**
  * A redirect to the upstream's own origin, made relative (`/path?query`): the client resolves it

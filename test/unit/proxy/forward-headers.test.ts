@@ -67,7 +67,7 @@ describe('buildUpstreamHeaders', () => {
     const dropped = [
       'x_custom', 'content_length', 'x.custom', 'x~custom', "x'custom", 'x!', 'accept_encoding',
       'forwarded-for', 'x-originating-ip', 'x-remote-ip', 'x-remote-addr', 'x-proxyuser-ip', 'x-script-name', 'x-url-scheme',
-      'front-end-https', 'remote-user', 'x-remote-user', 'x-envoy-original-path', 'x-envoy-upstream-rq-timeout-ms', 'xenvoyretryon',
+      'front-end-https', 'remote-user', 'x-remote-user', 'x-envoy-original-path', 'x-envoy-upstream-rq-timeout-ms', 'xenvoyretryon', 'cookie',
     ];
     const kept = { 'x-custom': 'a', 'accept-encoding': 'gzip', 'if-none-match': '"e"', x9: 'b' };
     const out = buildUpstreamHeaders({ ...Object.fromEntries(dropped.map((n) => [n, 'forged'])), ...kept }, 'x-acquirer-id', 'acq_1', 'req-1');
@@ -83,7 +83,7 @@ describe('buildUpstreamHeaders', () => {
 describe('buildClientHeaders', () => {
   const ORIGIN = 'http://10.0.0.5:8080';
 
-  it('passes upstream headers except hop-by-hop, Connection-nominated and banner ones', () => {
+  it('passes upstream headers except hop-by-hop, Connection-nominated, banner ones and cookies', () => {
     expect(
       buildClientHeaders(200, {
         'content-type': 'text/csv',
@@ -98,7 +98,7 @@ describe('buildClientHeaders', () => {
         'x-powered-by': 'PHP/5.3',
         via: '1.1 statements-internal-7',
       }, 'req-1', ORIGIN),
-    ).toEqual({ 'content-type': 'text/csv', 'content-length': '10', 'set-cookie': ['a=1', 'b=2'], 'x-request-id': 'req-1' });
+    ).toEqual({ 'content-type': 'text/csv', 'content-length': '10', 'x-request-id': 'req-1' });
   });
 
   it('drops a Content-Length on a 204, which has no body to measure, and keeps it on a 304', () => {
