@@ -15,7 +15,7 @@ function list(names: readonly string[]): string {
 }
 
 function describeRoute(route: CompiledRoute): string {
-  const served = route.serve ? ', served by the gateway' : '';
+  const served = route.serve ? ', served by the gateway' : `, query ${code(describeQuery(route.query))}`;
   return `${code(routeKey(route))} (${code(route.id)}): requires ${list(route.permissions)}${served}`;
 }
 
@@ -109,7 +109,7 @@ export function diffPolicies(oldPolicy: CompiledPolicy, newPolicy: CompiledPolic
 function describeQuery(query: CompiledRoute['query']): string {
   if (query === undefined) return 'any (unchecked)';
   if (query.size === 0) return 'none';
-  return [...query].map(([name, param]) => `${name}: ${param.type}`).join(', ');
+  return [...query].map(([name, param]) => `${name}: ${param.type}`).sort().join(', ');
 }
 
 /** What changed in the query a route takes; null when nothing did. Taking more, or any, loosens it. */

@@ -14,11 +14,11 @@ describe('diffPolicies', () => {
         '',
         '### Routes added (new access)',
         '',
-        '- ⚠️ `GET /v1/acquirer/audit_logs` (`audit_logs`): requires `audit_logs_read`',
+        '- ⚠️ `GET /v1/acquirer/audit_logs` (`audit_logs`): requires `audit_logs_read`, query `any (unchecked)`',
         '',
         '### Routes removed',
         '',
-        '- `GET /v1/acquirer/orders` (`orders`): requires `orders_read`',
+        '- `GET /v1/acquirer/orders` (`orders`): requires `orders_read`, query `any (unchecked)`',
         '',
         '### Routes changed',
         '',
@@ -75,6 +75,7 @@ routes:
     [', query: { page: integer, q: slug }', ', query: { page: integer }', '- `GET /v1/things`: query `page: integer` (was `page: integer, q: slug`)'],
     ['', ', query: {}', '- `GET /v1/things`: query `none` (was `any (unchecked)`)'],
     [', query: { page: integer }', ', query: { page: integer }', null],
+    [', query: { page: integer, q: slug }', ', query: { q: slug, page: integer }', null],
   ])('%j → %j', (from, to, line) => {
     expect(change(from, to)).toBe(line);
   });
