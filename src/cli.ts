@@ -14,7 +14,7 @@
 // Only these two are loaded before the command is known. Each command's modules are imported when it
 // runs: loading the gateway's (Express, ioredis, prom-client …) is most of `serve`'s start-up, and
 // its signal handling has to begin before that (start-up-signals.ts).
-import { CommandError, PolicyInvalid, UsageError } from './cli/usage-error.js';
+import { CommandError, PolicyInvalid, UsageError, wantsHelp } from './cli/usage-error.js';
 import { holdSignalsDuringStartUp } from './start-up-signals.js';
 
 const USAGE = `usage: acquirer-gateway <command>
@@ -26,6 +26,11 @@ async function main(argv: string[]): Promise<void> {
   const [command, ...args] = argv;
   switch (command) {
     case 'serve': {
+      if (wantsHelp(args)) {
+        const { serveUsage } = await import('./cli/serve-command.js');
+        process.stdout.write(serveUsage() + '\n');
+        return;
+      }
       const startUp = holdSignalsDuringStartUp();
       const { serveCommand } = await import('./cli/serve-command.js');
       return serveCommand(args, startUp);
@@ -44,6 +49,7 @@ async function main(argv: string[]): Promise<void> {
     }
     case undefined:
     case '--help':
+    case '-h':
     case 'help':
       process.stdout.write(USAGE + '\n');
       return;

@@ -13,7 +13,7 @@ import { KeyDisabledError, KeyNotFoundError, type KeyStore } from '../keys/key-s
 import { RedisKeyStore } from '../keys/redis-key-store.js';
 import { familyCoveredWhole, parseCidr } from '../net/ip-allowlist.js';
 import { redactSecrets } from '../observability/redact.js';
-import { CommandError, UsageError } from './usage-error.js';
+import { CommandError, UsageError, wantsHelp } from './usage-error.js';
 
 export const KEYS_USAGE = `usage:
   acquirer-gateway keys create --acquirer ID --permissions p1,p2 [--allow-ip CIDR,CIDR] [--description TEXT]
@@ -108,6 +108,7 @@ function redisTarget(url: string): string {
 
 /** `acquirer-gateway keys …`. Input is validated completely before anything is written. */
 export async function keysCommand(args: string[], ctx: KeysContext): Promise<void> {
+  if (wantsHelp(args)) return ctx.out(KEYS_USAGE);
   const [sub, ...rest] = args;
   const now = ctx.now ?? (() => new Date());
   const print = (record: ApiKeyRecord) => ctx.out(JSON.stringify(toPublicRecord(record)));

@@ -12,6 +12,15 @@ const SERVE_FLAGS = Object.fromEntries(
   Object.values(CONFIG_FIELDS).map((spec) => [flagName(spec.env), { type: 'string' as const }]),
 );
 
+/** Every setting, as a flag and as its variable, from the one config schema. */
+export function serveUsage(): string {
+  const lines = Object.values(CONFIG_FIELDS).map((spec) => {
+    const fallback = spec.default === undefined ? 'required' : `default ${JSON.stringify(spec.default)}`;
+    return `  --${flagName(spec.env)} (${spec.env}; ${fallback})\n      ${spec.description}`;
+  });
+  return ['usage: acquirer-gateway serve [--flag value …]', 'Each setting is a flag or its environment variable (the flag wins):', ...lines].join('\n');
+}
+
 /**
  * `acquirer-gateway serve`: runs until SIGTERM or SIGINT. `startUp` holds the signals until the
  * gateway's own handlers are in place (the CLI starts it before this module loads).

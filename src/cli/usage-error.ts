@@ -16,3 +16,8 @@ export class CommandError extends Error {
 
 /** A refused policy file: its problems are printed already, one `file:line:column: reason` per line; exit code 1. */
 export class PolicyInvalid extends CommandError {}
+
+/** `--help` or `-h` anywhere among a command's arguments, or `help` as its first: its usage, exit 0. */
+export function wantsHelp(args: readonly string[]): boolean {
+  return args[0] === 'help' || args.includes('--help') || args.includes('-h');
+}

@@ -207,6 +207,21 @@ describe('policy check, diff and routes', () => {
   });
 });
 
+describe('help', () => {
+  it.each([
+    [['--help'], /^usage: acquirer-gateway <command>\n/],
+    [['keys', '--help'], /^usage:\n  acquirer-gateway keys create /],
+    [['keys', 'create', '-h'], /^usage:\n  acquirer-gateway keys create /],
+    [['policy', 'help'], /^usage:\n  acquirer-gateway policy check /],
+    [['serve', '--help'], /^usage: acquirer-gateway serve \[--flag value …\]\n[\s\S]*\n  --port \(PORT; default "8080"\)\n[\s\S]*\n  --upstream-url \(UPSTREAM_URL; required\)\n/],
+  ])('%j prints its usage on stdout and exits 0, touching nothing', async (args, usage) => {
+    // No UPSTREAM_URL and a Redis nobody listens on: help needs neither.
+    const result = await runCli(args, { REDIS_URL: 'redis://127.0.0.1:9' });
+    expect([result.code, result.stderr]).toEqual([0, '']);
+    expect(result.stdout).toMatch(usage);
+  });
+});
+
 describe('the installed command', () => {
   it('runs serve through its shebang, with the node flags the gateway is measured with', async () => {
     const g = await startServe({ ...env, UPSTREAM_URL: 'http://127.0.0.1:9' }, { viaShebang: true });
