@@ -3,6 +3,18 @@ import { shippedPolicy } from '../../helpers/policy.js';
 
 const fixture = (name: string) => `test/fixtures/policies/${name}.yaml`;
 
+/** The error lines for a policy of one permission, things_read, and the routes given (YAML list items). */
+function inlineErrors(routes: string): string[] {
+  const result = parsePolicy(`version: 1
+acquirer_header: X-Tenant
+permissions:
+  - { name: things_read, description: Read things }
+routes:
+${routes}`, 'inline.yaml');
+  if (result.ok) throw new Error('the inline policy was accepted');
+  return result.errors.map(formatPolicyError);
+}
+
 async function errorLines(name: string): Promise<string[]> {
   const result = await loadPolicy(fixture(name));
   if (result.ok) throw new Error(`${name} was accepted`);
@@ -96,52 +108,28 @@ routes:
   });
 
   it('YAML aliases, each named where it is used, also on a reload (no unexpected error)', () => {
-    const result = parsePolicy(
-      `version: 1
-acquirer_header: X-Tenant
-permissions:
-  - { name: things_read, description: Read things }
-routes:
-  - { id: things, method: GET, path: /v1/things, permissions: &both [things_read] }
+    const result = inlineErrors(`  - { id: things, method: GET, path: /v1/things, permissions: &both [things_read] }
   - { id: other, method: GET, path: /v1/other, permissions: *both }
-`,
-      'inline.yaml',
-    );
-    expect(!result.ok && result.errors.map(formatPolicyError)).toEqual(['inline.yaml:7:61: YAML aliases are not allowed (*both): write the value out']);
+`);
+    expect(result).toEqual(['inline.yaml:7:61: YAML aliases are not allowed (*both): write the value out']);
   });
 
   it('query declarations: names and types checked like params', () => {
-    const result = parsePolicy(
-      `version: 1
-acquirer_header: X-Tenant
-permissions:
-  - { name: things_read, description: Read things }
-routes:
-  - id: things
+    const result = inlineErrors(`  - id: things
     method: GET
     path: /v1/things
     query: { "page[number]": integer, size: number }
     permissions: [things_read]
-`,
-      'inline.yaml',
-    );
-    expect(!result.ok && result.errors.map(formatPolicyError)).toEqual([
+`);
+    expect(result).toEqual([
       'inline.yaml:9:45: routes.0.query.size: Invalid option: expected one of "uuid"|"date"|"integer"|"slug"',
     ]);
   });
 
   it('query parameter names that would need encoding', () => {
-    const result = parsePolicy(
-      `version: 1
-acquirer_header: X-Tenant
-permissions:
-  - { name: things_read, description: Read things }
-routes:
-  - { id: things, method: GET, path: /v1/things, query: { "page[number]": integer, "": slug }, permissions: [things_read] }
-`,
-      'inline.yaml',
-    );
-    expect(!result.ok && result.errors.map(formatPolicyError)).toEqual([
+    const result = inlineErrors(`  - { id: things, method: GET, path: /v1/things, query: { "page[number]": integer, "": slug }, permissions: [things_read] }
+`);
+    expect(result).toEqual([
       'inline.yaml:6:75: routes.0.query.page[number]: a query parameter name is a letter, then up to 63 letters, digits, _ . or -',
       'inline.yaml:6:88: routes.0.query.: a query parameter name is a letter, then up to 63 letters, digits, _ . or -',
     ]);
