@@ -1,5 +1,5 @@
 import { isErrorStatus, type ErrorStatus } from '../errors/codes.js';
-import { neverForwarded } from '../proxy/forward-headers.js';
+import { FORWARDED_REQUEST_HEADERS, neverForwarded } from '../proxy/forward-headers.js';
 import { PARAM_TYPES, type ParamType, type ParamTypeName } from './param-types.js';
 import type { PolicyDocument } from './schema.js';
 import { compileTemplate, overlappingPath, TemplateError, type CompiledTemplate } from './template.js';
@@ -76,7 +76,7 @@ export function compilePolicy(doc: PolicyDocument, contentHash: string): Compile
   const problem = (path: (string | number)[], message: string) => problems.push({ path, message });
 
   const acquirerHeader = doc.acquirer_header.toLowerCase();
-  if (RESERVED_HEADERS.has(acquirerHeader) || neverForwarded(acquirerHeader)) {
+  if (RESERVED_HEADERS.has(acquirerHeader) || neverForwarded(acquirerHeader) || FORWARDED_REQUEST_HEADERS.has(acquirerHeader)) {
     problem(['acquirer_header'], `"${doc.acquirer_header}" is a header the gateway controls; choose another`);
   }
 

@@ -7,10 +7,23 @@ export const HOP_BY_HOP = new Set([
 ]);
 
 /**
- * Request headers that must not reach the upstream as the client wrote them: the credential (the
- * upstream trusts the acquirer header instead), claims about the client's address or the host and
- * URL it asked for, which the client could forge, and method or URL overrides that would make the
- * upstream act on something the policy did not judge. Matched in every spelling (see neverForwarded).
+ * The request headers that reach the upstream, and only these: what a client of a read-only API needs
+ * the upstream to see (content negotiation, conditional and range requests for the downloads, trace
+ * context). The gateway adds Host (the upstream's), the acquirer header (from the key) and X-Request-Id.
+ * A list of what to drop could never name every header some framework reads as a session, an identity,
+ * an address or a parameter (X-Auth-Token, X-Client-Cert, WL-Proxy-Client-IP, Cookie …): none passes.
+ * Every route takes no body today; one that did would need Content-Type and Content-Length here.
+ */
+export const FORWARDED_REQUEST_HEADERS: ReadonlySet<string> = new Set([
+  'accept', 'accept-encoding', 'accept-language', 'cache-control', 'if-match', 'if-none-match',
+  'if-modified-since', 'if-unmodified-since', 'if-range', 'range', 'user-agent', 'traceparent', 'tracestate',
+]);
+
+/**
+ * Request headers that claim what only a proxy in front of a service could know, or carry a credential:
+ * the credential itself, claims about the client's address or the host and URL it asked for, method or
+ * URL overrides. None is forwarded (only FORWARDED_REQUEST_HEADERS are); none may be the policy's
+ * identity header either, in any spelling (neverForwarded, policy/compile.ts).
  */
 export const NEVER_FORWARDED = new Set([
   // `expect`: the gateway already answered any expectation; forwarded, it would also stop httpxy
@@ -72,8 +85,8 @@ const foldName = memo((name: string) => name.replace(/[-_.]/g, '').toLowerCase()
 const NEVER_FORWARDED_FOLDED = new Set([...HOP_BY_HOP, ...NEVER_FORWARDED].map(foldName));
 
 /**
- * Whether a request header is dropped on the way upstream: any name but a plain one, and the names
- * above compared folded (`XForwardedFor` too, for a lenient server that ignores separators).
+ * Whether a header name is one of those above, or could be read as one: any name but a plain one, and
+ * the names compared folded (`XForwardedFor` too, for a lenient server that ignores separators).
  */
 export const neverForwarded = memo((name: string): boolean => {
   if (!PLAIN_NAME.test(name)) return true;
@@ -97,9 +110,9 @@ function connectionTokens(value: string | string[] | undefined): ReadonlySet<str
 }
 
 /**
- * The headers sent upstream for an allowed request: the client's, minus everything above and any
- * spelling of the identity header, plus the identity header set once from the key and the request id.
- * Pure; `acquirerHeader` is lower case.
+ * The headers sent upstream for an allowed request: the client's of FORWARDED_REQUEST_HEADERS (a
+ * hop-by-hop one named in its Connection excepted), plus the identity header set once from the key,
+ * and the request id. Pure; `acquirerHeader` is lower case (the policy keeps it off the list).
  */
 export function buildUpstreamHeaders(
   incoming: IncomingHttpHeaders,
@@ -107,12 +120,10 @@ export function buildUpstreamHeaders(
   acquirerId: string,
   requestId: string,
 ): OutgoingHttpHeaders {
-  const identity = foldName(acquirerHeader);
   const nominated = connectionTokens(incoming.connection);
   const outgoing: OutgoingHttpHeaders = {};
   for (const name of Object.keys(incoming)) {
-    if (neverForwarded(name) || nominated.has(name) || foldName(name) === identity) continue;
-    outgoing[name] = incoming[name];
+    if (FORWARDED_REQUEST_HEADERS.has(name) && !nominated.has(name)) outgoing[name] = incoming[name];
   }
   outgoing[acquirerHeader] = acquirerId;
   outgoing['x-request-id'] = requestId; // the one the gateway logged, whatever the client sent

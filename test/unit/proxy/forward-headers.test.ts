@@ -63,15 +63,29 @@ describe('buildUpstreamHeaders', () => {
     expect(out).toEqual({ accept: '*/*', 'x-acquirer-id': 'acq_1', 'x-request-id': 'req-1' });
   });
 
-  it('drops every name but letters, digits and hyphens (nginx\'s default), and more client and identity claims', () => {
+  it('passes only the listed headers: no session, identity, certificate, address or parameter of any other name', () => {
     const dropped = [
-      'x_custom', 'content_length', 'x.custom', 'x~custom', "x'custom", 'x!', 'accept_encoding',
-      'forwarded-for', 'x-originating-ip', 'x-remote-ip', 'x-remote-addr', 'x-proxyuser-ip', 'x-script-name', 'x-url-scheme',
-      'front-end-https', 'remote-user', 'x-remote-user', 'x-envoy-original-path', 'x-envoy-upstream-rq-timeout-ms', 'xenvoyretryon', 'cookie',
+      'x_custom', 'x-custom', 'content_length', 'x.custom', 'accept_encoding', 'cookie', 'x-auth-token', 'authentication-info',
+      'session', 'x-client-cert', 'x-arr-clientcert', 'ssl-client-cert', 'x-ssl-client-s-dn', 'x-ms-client-principal-name',
+      'x-webauth-user', 'x-auth-request-user', 'x-user', 'wl-proxy-client-ip', 'proxy-client-ip', 'x-amzn-oidc-identity',
+      'x-goog-authenticated-user-email', 'x-api-key', 'x-tenant-id', 'acquirer-id', 'remote-user', 'x-envoy-original-path',
+      'content-length', 'content-type', 'origin', 'referer',
     ];
-    const kept = { 'x-custom': 'a', 'accept-encoding': 'gzip', 'if-none-match': '"e"', x9: 'b' };
+    const kept = {
+      accept: 'text/csv', 'accept-encoding': 'gzip', 'accept-language': 'et', 'cache-control': 'no-cache', 'if-match': '"e"',
+      'if-none-match': '"e"', 'if-modified-since': 'x', 'if-unmodified-since': 'x', 'if-range': '"e"', range: 'bytes=0-9',
+      'user-agent': 'curl/8', traceparent: '00-a-b-01', tracestate: 'k=v',
+    };
     const out = buildUpstreamHeaders({ ...Object.fromEntries(dropped.map((n) => [n, 'forged'])), ...kept }, 'x-acquirer-id', 'acq_1', 'req-1');
     expect(out).toEqual({ ...kept, 'x-acquirer-id': 'acq_1', 'x-request-id': 'req-1' });
+  });
+
+  it('a listed header the client names in Connection is hop-by-hop: not passed', () => {
+    expect(buildUpstreamHeaders({ connection: 'range', range: 'bytes=0-9', accept: '*/*' }, 'x-acquirer-id', 'acq_1', 'req-1')).toEqual({
+      accept: '*/*',
+      'x-acquirer-id': 'acq_1',
+      'x-request-id': 'req-1',
+    });
   });
 
   it('a Connection header cannot nominate the identity header away after it is set', () => {
