@@ -140,22 +140,25 @@ export function buildUpstreamHeaders(
 export const NEVER_RETURNED = new Set(['server', 'x-powered-by', 'via', 'set-cookie']);
 
 /**
- * A redirect to the upstream's own origin, made relative (`/path?query`): the client resolves it
+ * A URL on the upstream's own origin, made relative (`/path?query#fragment`): the client resolves it
  * against the gateway it asked, as nginx's `proxy_redirect default` does, and never learns the
- * internal address. A redirect anywhere else (a storage URL, another site) is passed as it is.
+ * internal address. Compared as URLs, so a scheme-relative form, an explicit default port or user
+ * information is the same origin. A URL anywhere else (a storage URL, another site), or one whose
+ * path would make it another host's once relative (`//evil.example/…`), is returned as it is (and
+ * then not passed if it names the upstream: namesUpstream).
  */
 function clientLocation(location: string, upstreamOrigin: string): string {
-  // The origin, or its scheme-relative form (`//host:port/…`).
-  const authority = upstreamOrigin.slice(upstreamOrigin.indexOf('//'));
-  const prefix = location.startsWith('//') ? authority : upstreamOrigin;
-  if (location.slice(0, prefix.length).toLowerCase() !== prefix) return location;
-  const rest = location.slice(prefix.length);
-  if (rest === '') return '/';
-  if (rest[0] === '?') return `/${rest}`;
-  // Not `//host/…` or `/\host/…`: relative, those would send the client to another host.
-  if (rest[0] === '/' && rest[1] !== '/' && rest[1] !== '\\') return rest;
-  return location;
+  if (!ABSOLUTE_OR_SCHEME_RELATIVE.test(location)) return location;
+  let url: URL;
+  try {
+    url = new URL(location, upstreamOrigin);
+  } catch {
+    return location;
+  }
+  if (url.origin !== upstreamOrigin || url.pathname.startsWith('//')) return location;
+  return url.pathname + url.search + url.hash;
 }
+const ABSOLUTE_OR_SCHEME_RELATIVE = /^(?:[A-Za-z][A-Za-z0-9+.-]*:)?[/\\]{2}/;
 
 /** `Refresh: 5; url=…` (HTML's pragma, honoured as a header by browsers), its URL made as clientLocation makes it. */
 function clientRefresh(refresh: string, upstreamOrigin: string): string {
@@ -176,10 +179,32 @@ const URL_HEADERS: ReadonlyMap<string, (value: string, upstreamOrigin: string) =
   ['link', clientLink],
 ]);
 
-/** Whether a header value holds the upstream's address, with any scheme or none. */
-function namesUpstream(value: string | string[], upstreamOrigin: string): boolean {
-  const authority = upstreamOrigin.slice(upstreamOrigin.indexOf('//'));
-  return (Array.isArray(value) ? value : [value]).some((v) => v.toLowerCase().includes(authority));
+/** The upstream's host name, and where a header value names it: anywhere, or as a URL's host at its start. */
+type UpstreamHost = { readonly name: string; readonly anywhere: RegExp; readonly atStart: RegExp };
+const upstreamHosts = new Map<string, UpstreamHost>();
+function upstreamHost(upstreamOrigin: string): UpstreamHost {
+  let host = upstreamHosts.get(upstreamOrigin);
+  if (host === undefined) {
+    const name = new URL(upstreamOrigin).hostname.toLowerCase();
+    // After `//` and any user information, the host with any port, then the end of the authority.
+    const authority = `[/\\\\]{2}(?:[^/\\\\?#@\\s]*@)?${name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(?::[0-9]*)?(?=[/\\\\?#\\s"'<>,;]|$)`;
+    host = { name, anywhere: new RegExp(authority, 'i'), atStart: new RegExp(`^(?:[A-Za-z][A-Za-z0-9+.-]*:)?${authority}`, 'i') };
+    upstreamHosts.set(upstreamOrigin, host);
+  }
+  return host;
+}
+
+/**
+ * Whether a response header, as it would be passed, names the upstream's host (any scheme, port or
+ * none): a `WWW-Authenticate` realm, a CSP report URI, a URL header that could not be made relative.
+ * A Location is judged by its own host only: another site's URL that merely carries the upstream's
+ * in its query is the redirect the client needs.
+ */
+function namesUpstream(name: string, value: string | string[], upstreamOrigin: string): boolean {
+  const host = upstreamHost(upstreamOrigin);
+  const text = (Array.isArray(value) ? value.join('\n') : value).toLowerCase();
+  if (!text.includes(host.name)) return false;
+  return (name === 'location' ? host.atStart : host.anywhere).test(text);
 }
 
 /**
@@ -208,16 +233,12 @@ export function buildClientHeaders(status: number, upstream: IncomingHttpHeaders
     if (HOP_BY_HOP.has(name) || NEVER_RETURNED.has(name) || nominated.has(name) || (status === 204 && name === 'content-length')) continue;
     if (withoutBody && DROPPED_BODY_HEADERS.has(name)) continue;
     const value = upstream[name];
+    if (value === undefined) continue;
     const rewrite = URL_HEADERS.get(name);
-    if (rewrite === undefined || value === undefined) {
-      outgoing[name] = value;
-      continue;
-    }
-    const rewritten = Array.isArray(value) ? value.map((v) => rewrite(v, upstreamOrigin)) : rewrite(value, upstreamOrigin);
-    // Still naming the upstream after that (sent twice and joined by Node, a Link's anchor …): not
-    // passed. A Location, whose redirect a client needs, only ever names it inside another site's URL.
-    if (name !== 'location' && namesUpstream(rewritten, upstreamOrigin)) continue;
-    outgoing[name] = rewritten;
+    const passed = rewrite === undefined ? value : Array.isArray(value) ? value.map((v) => rewrite(v, upstreamOrigin)) : rewrite(value, upstreamOrigin);
+    // Still naming the upstream (sent twice and joined by Node, a Link's anchor, a realm …): not passed.
+    if (namesUpstream(name, passed, upstreamOrigin)) continue;
+    outgoing[name] = passed;
   }
   if (withoutBody) outgoing['content-length'] = '0';
   outgoing['x-request-id'] = requestId;

@@ -125,20 +125,24 @@ describe('buildClientHeaders', () => {
     ['HTTP://10.0.0.5:8080/a', '/a'],
     ['http://10.0.0.5:8080', '/'],
     ['http://10.0.0.5:8080?page=2', '/?page=2'],
-    // Relative, these would name another host: passed as they are.
-    ['http://10.0.0.5:8080//evil.example/a', 'http://10.0.0.5:8080//evil.example/a'],
-    ['http://10.0.0.5:8080/\\evil.example/a', 'http://10.0.0.5:8080/\\evil.example/a'],
-    // Not the upstream's origin.
-    ['http://10.0.0.5:80800/a', 'http://10.0.0.5:80800/a'],
+    ['http://10.0.0.5:8080#frag', '/#frag'],
+    ['http://user@10.0.0.5:8080/x', '/x'],
+    // Relative, these would name another host; as they are, the upstream: not passed.
+    ['http://10.0.0.5:8080//evil.example/a', undefined],
+    ['http://10.0.0.5:8080/\\evil.example/a', undefined],
+    // The upstream's host on another port or scheme: still its address, not passed.
+    ['http://10.0.0.5:80800/a', undefined],
+    ['https://10.0.0.5:8080/a', undefined],
+    // Another host that merely begins like it, and URLs elsewhere: passed as they are.
     ['http://10.0.0.5:8080.evil.example/a', 'http://10.0.0.5:8080.evil.example/a'],
-    ['https://10.0.0.5:8080/a', 'https://10.0.0.5:8080/a'],
     ['https://storage.example/eod/abc.csv', 'https://storage.example/eod/abc.csv'],
+    ['https://storage.example/x?back=http://10.0.0.5:8080/y', 'https://storage.example/x?back=http://10.0.0.5:8080/y'],
+    ['/already/relative', '/already/relative'],
     // Scheme-relative, on the upstream's authority.
     ['//10.0.0.5:8080/v1/x', '/v1/x'],
     ['//10.0.0.5:8080', '/'],
-    ['//10.0.0.5:8080//evil.example/a', '//10.0.0.5:8080//evil.example/a'],
+    ['//10.0.0.5:8080//evil.example/a', undefined],
     ['//storage.example/a', '//storage.example/a'],
-    ['/already/relative', '/already/relative'],
   ])('Location %s → %s', (location, expected) => {
     expect(buildClientHeaders(302, { location }, 'req-1', ORIGIN).location).toBe(expected);
   });
@@ -157,10 +161,30 @@ describe('buildClientHeaders', () => {
     });
     expect(buildClientHeaders(200, { refresh: '5;URL=\'http://10.0.0.5:8080/b\'' }, 'r', ORIGIN).refresh).toBe('5;URL=\'/b\'');
     expect(buildClientHeaders(200, { refresh: '5' }, 'r', ORIGIN).refresh).toBe('5');
-    expect(buildClientHeaders(200, { refresh: '1; url=http://10.0.0.5:8080.evil.example/' }, 'r', ORIGIN)).not.toHaveProperty('refresh');
+    expect(buildClientHeaders(200, { refresh: '1; url=http://10.0.0.5:8080.evil.example/' }, 'r', ORIGIN).refresh).toBe('1; url=http://10.0.0.5:8080.evil.example/');
   });
 
-  it('drops a Content-Location, Refresh or Link that still names the upstream once rewritten, never a Location', () => {
+  it('drops any other header that names the upstream\'s host, and only that host', () => {
+    expect(
+      buildClientHeaders(401, {
+        'www-authenticate': 'Bearer realm="http://10.0.0.5:8080/auth"',
+        'access-control-allow-origin': 'http://10.0.0.5:8080',
+        'content-security-policy': "default-src 'self'; report-uri //10.0.0.5:9999/csp",
+        'x-note': 'see https://docs.example/10.0.0.5', // the address, but not as a URL's host
+        'content-type': 'application/json',
+      }, 'r', ORIGIN),
+    ).toEqual({ 'x-note': 'see https://docs.example/10.0.0.5', 'content-type': 'application/json', 'x-request-id': 'r' });
+    // An upstream named `legacy` (default port): its own URLs with the port written out are made
+    // relative; a storage host whose name begins with "legacy" is another host.
+    expect(buildClientHeaders(302, { location: 'http://legacy:80/v1/x', link: '<https://legacy-files.example.com/s.csv>; rel="alternate"' }, 'r', 'http://legacy')).toEqual({
+      location: '/v1/x',
+      link: '<https://legacy-files.example.com/s.csv>; rel="alternate"',
+      'content-length': '0',
+      'x-request-id': 'r',
+    });
+  });
+
+  it('drops a Content-Location, Refresh or Link that still names the upstream once rewritten; a Location only for its own host', () => {
     const headers = buildClientHeaders(302, {
       // Sent twice: Node joins the two, and only the first can be made relative.
       'content-location': '/a, http://10.0.0.5:8080/b',
