@@ -9,7 +9,7 @@ import {
   toPublicRecord,
   type ApiKeyRecord,
 } from '../keys/api-key.js';
-import { KeyDisabledError, KeyNotFoundError, type KeyStore } from '../keys/key-store.js';
+import { CorruptKeyRecordError, KeyDisabledError, KeyNotFoundError, type KeyStore } from '../keys/key-store.js';
 import { RedisKeyStore } from '../keys/redis-key-store.js';
 import { familyCoveredWhole, parseCidr } from '../net/ip-allowlist.js';
 import { redactSecrets } from '../observability/redact.js';
@@ -178,9 +178,9 @@ export async function keysCommand(args: string[], ctx: KeysContext): Promise<voi
       const { values } = parse(rest, { acquirer: { type: 'string' } }, 0);
       run = async (store) => {
         const corrupt: string[] = [];
-        for (const record of await store.list(values.acquirer, (hash) => corrupt.push(hash))) print(record);
+        for (const record of await store.list(values.acquirer, (what) => corrupt.push(what))) print(record);
         if (corrupt.length > 0) {
-          throw new CommandError(`${corrupt.length} key record(s) in Redis could not be read (sha256 ${corrupt.map((h) => h.slice(0, 12)).join(', ')}…); the gateway refuses those keys (503)`);
+          throw new CommandError(`${corrupt.length} key record(s) in Redis could not be read (${corrupt.join(', ')}); the gateway refuses a key whose record it cannot read (503)`);
         }
       };
       break;
@@ -208,6 +208,7 @@ export async function keysCommand(args: string[], ctx: KeysContext): Promise<voi
     await run(store);
   } catch (err) {
     if (err instanceof KeyNotFoundError || err instanceof KeyDisabledError) throw new CommandError(err.message);
+    if (err instanceof CorruptKeyRecordError) throw new CommandError(`cannot read the key in Redis: ${err.message}; repair or delete that value`);
     if (err instanceof UsageError || err instanceof CommandError) throw err;
     if (ctx.store === undefined) throw new CommandError(`cannot use Redis at ${redisTarget(redisUrl)}: ${(err as Error).message}`);
     throw err;

@@ -48,8 +48,11 @@ export class KeyDisabledError extends Error {
 export interface KeyStore {
   findByHash(keyHash: string): Promise<ApiKeyRecord | null>;
   findById(id: string): Promise<ApiKeyRecord | null>;
-  /** All keys, or those of one acquirer, oldest first. Records that cannot be read are reported, not returned. */
-  list(acquirerId?: string, onCorrupt?: (keyHash: string, err: Error) => void): Promise<ApiKeyRecord[]>;
+  /**
+   * All keys, or those of one acquirer, oldest first. Records that cannot be read are reported, not
+   * returned: `what` names each for an operator (`sha256 0a1b2c…`, or `id key_…` for an id mapping).
+   */
+  list(acquirerId?: string, onCorrupt?: (what: string, err: Error) => void): Promise<ApiKeyRecord[]>;
   create(record: ApiKeyRecord): Promise<void>;
   /** Throws KeyNotFoundError, or KeyDisabledError: a disabled key is never changed again. */
   update(id: string, changes: KeyChanges): Promise<ApiKeyRecord>;

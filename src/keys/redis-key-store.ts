@@ -146,28 +146,40 @@ export class RedisKeyStore implements KeyStore {
     if (this.#client.status === 'wait') await this.#client.connect();
   }
 
-  async findByHash(keyHash: string): Promise<ApiKeyRecord | null> {
-    let raw: string | null;
+  /** A string value; one of another type (a hash, a list …) is CorruptKeyRecordError: Redis answered. */
+  async #getString(key: string): Promise<string | null> {
     try {
-      raw = await this.#client.get(this.#recordKey(keyHash));
+      return await this.#client.get(key);
     } catch (err) {
-      // Redis answered: the value is there, but not a string (a hash, a list …).
-      if (err instanceof Error && err.message.startsWith('WRONGTYPE')) throw new CorruptKeyRecordError('key record is not a string value');
+      if (err instanceof Error && err.message.startsWith('WRONGTYPE')) throw new CorruptKeyRecordError(`${key} is not a string value`);
       throw err;
     }
-    return parseRecord(raw);
+  }
+
+  /** Whether a key that MGET answered nil for holds a value of another type (nil too), rather than none. */
+  async #holdsAnotherType(key: string): Promise<boolean> {
+    return (await this.#client.type(key)) !== 'none';
+  }
+
+  async findByHash(keyHash: string): Promise<ApiKeyRecord | null> {
+    return parseRecord(await this.#getString(this.#recordKey(keyHash)));
   }
 
   async findById(id: string): Promise<ApiKeyRecord | null> {
-    const hash = await this.#client.get(this.#idKey(id));
+    const hash = await this.#getString(this.#idKey(id));
     return hash === null ? null : this.findByHash(hash);
   }
 
-  async list(acquirerId?: string, onCorrupt?: (keyHash: string, err: Error) => void): Promise<ApiKeyRecord[]> {
+  async list(acquirerId?: string, onCorrupt?: (what: string, err: Error) => void): Promise<ApiKeyRecord[]> {
     const ids = await this.#client.smembers(this.#prefix + 'ids');
     if (ids.length === 0) return [];
     const hashes = await this.#client.mget(ids.map((id) => this.#idKey(id)));
-    const present = hashes.filter((h): h is string => h !== null);
+    const present: string[] = [];
+    for (const [i, hash] of hashes.entries()) {
+      if (hash !== null) present.push(hash);
+      // An id whose mapping is of another type would hide a working key from every listing.
+      else if (await this.#holdsAnotherType(this.#idKey(ids[i]!))) onCorrupt?.(`id ${ids[i]}`, new CorruptKeyRecordError(`${this.#idKey(ids[i]!)} is not a string value`));
+    }
     if (present.length === 0) return [];
     const raws = await this.#client.mget(present.map((h) => this.#recordKey(h)));
     const records: ApiKeyRecord[] = [];
@@ -175,13 +187,13 @@ export class RedisKeyStore implements KeyStore {
       let record: ApiKeyRecord | null;
       try {
         // MGET gives nil for a value that is not a string: missing (a key being created), or of another type.
-        if (raw === null && (await this.#client.type(this.#recordKey(present[i]!))) !== 'none') {
-          throw new CorruptKeyRecordError('key record is not a string value');
+        if (raw === null && (await this.#holdsAnotherType(this.#recordKey(present[i]!)))) {
+          throw new CorruptKeyRecordError(`${this.#recordKey(present[i]!)} is not a string value`);
         }
         record = parseRecord(raw);
       } catch (err) {
         // One bad record must not hide the others; the caller decides what to make of it.
-        onCorrupt?.(present[i]!, err as Error);
+        onCorrupt?.(`sha256 ${present[i]!.slice(0, 12)}…`, err as Error);
         continue;
       }
       if (record !== null && (acquirerId === undefined || record.acquirer_id === acquirerId)) records.push(record);
@@ -229,11 +241,17 @@ export class RedisKeyStore implements KeyStore {
    */
   async #modify(id: string, change: (current: ApiKeyRecord) => ApiKeyRecord | null): Promise<ApiKeyRecord> {
     for (let attempt = 0; attempt < MAX_OPTIMISTIC_RETRIES; attempt++) {
-      const hash = await this.#client.get(this.#idKey(id));
+      const hash = await this.#getString(this.#idKey(id));
       if (hash === null) throw new KeyNotFoundError(id);
       const recordKey = this.#recordKey(hash);
       await this.#client.watch(recordKey);
-      const current = parseRecord(await this.#client.get(recordKey));
+      let current: ApiKeyRecord | null;
+      try {
+        current = parseRecord(await this.#getString(recordKey));
+      } catch (err) {
+        await this.#client.unwatch();
+        throw err;
+      }
       if (current === null) {
         await this.#client.unwatch();
         throw new KeyNotFoundError(id);

@@ -119,6 +119,12 @@ describe('keys show, update, disable, list', () => {
     expect(result.code).toBe(1);
     expect(result.stdout.trim().split('\n').map((l) => JSON.parse(l).id)).toEqual([good.id]);
     expect(result.stderr).toMatch(/1 key record\(s\) in Redis could not be read \(sha256 ffffffffffff/);
+    // An id mapping of another type hides nothing, and show and disable say what to repair.
+    await redis.client.hset(`${redis.prefix}list:id:key_hashed`, 'hash', good.key_hash ?? 'x');
+    await redis.client.sadd(`${redis.prefix}list:ids`, 'key_hashed');
+    expect((await runCli(['keys', 'list'], listEnv)).stderr).toMatch(/could not be read \(.*id key_hashed/);
+    const show = await runCli(['keys', 'show', 'key_hashed'], listEnv);
+    expect([show.code, show.stderr]).toEqual([1, `acquirer-gateway: cannot read the key in Redis: ${redis.prefix}list:id:key_hashed is not a string value; repair or delete that value\n`]);
   });
 
   it('fails with exit 1, without a password, when Redis cannot be reached', async () => {

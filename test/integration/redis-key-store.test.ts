@@ -70,14 +70,21 @@ describe('RedisKeyStore specifics', () => {
     const prefix = `${redis.prefix}list-corrupt:`;
     const store = await readyStore(prefix);
     try {
-      const [sound, notJson, wrongType] = [newRecord(), newRecord(), newRecord()];
-      for (const record of [sound, notJson, wrongType]) await store.create(record);
+      const [sound, notJson, wrongType, hiddenId] = [newRecord(), newRecord(), newRecord(), newRecord()];
+      for (const record of [sound, notJson, wrongType, hiddenId]) await store.create(record);
       await redis.client.set(`${prefix}key:${notJson.key_hash}`, 'not json');
       await redis.client.del(`${prefix}key:${wrongType.key_hash}`);
       await redis.client.hset(`${prefix}key:${wrongType.key_hash}`, 'a', 'b');
+      // A sound record whose id mapping is of another type: the key works, so it must not vanish from the list.
+      await redis.client.del(`${prefix}id:${hiddenId.id}`);
+      await redis.client.hset(`${prefix}id:${hiddenId.id}`, 'hash', hiddenId.key_hash);
       const reported: string[] = [];
-      expect((await store.list(undefined, (hash) => reported.push(hash))).map((r) => r.id)).toEqual([sound.id]);
-      expect(reported.sort()).toEqual([notJson.key_hash, wrongType.key_hash].sort());
+      expect((await store.list(undefined, (what) => reported.push(what))).map((r) => r.id)).toEqual([sound.id]);
+      expect(reported.sort()).toEqual([`id ${hiddenId.id}`, ...[notJson, wrongType].map((r) => `sha256 ${r.key_hash.slice(0, 12)}…`)].sort());
+      // Show and disable say what is wrong instead of failing as if Redis were down.
+      await expect(store.findById(hiddenId.id)).rejects.toBeInstanceOf(CorruptKeyRecordError);
+      await expect(store.disable(hiddenId.id, new Date())).rejects.toBeInstanceOf(CorruptKeyRecordError);
+      await expect(store.disable(wrongType.id, new Date())).rejects.toBeInstanceOf(CorruptKeyRecordError);
     } finally {
       await store.close();
     }
