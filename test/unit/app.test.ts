@@ -18,7 +18,13 @@ beforeAll(() => {
   nock.disableNetConnect();
   nock.enableNetConnect(/127\.0\.0\.1|localhost|\[::1\]|^::1:/);
 });
-afterAll(() => nock.enableNetConnect());
+// Importing nock patches node:http and node:net for the whole jest worker process, not only this
+// file: left in place, a later file in the same worker (a real-socket integration test) runs through
+// its interceptor, which mishandles pipelined requests.
+afterAll(() => {
+  nock.enableNetConnect();
+  nock.restore();
+});
 
 beforeEach(async () => {
   t = await createTestApp({ upstreamUrl: UPSTREAM, upstreamTimeoutMs: 200 });
