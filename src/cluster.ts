@@ -3,9 +3,12 @@ import type { AddressInfo } from 'node:net';
 import { AggregatorRegistry } from 'prom-client';
 import { createAdminServer, isReady, type ReadinessCheck } from './admin/admin-server.js';
 import type { Config } from './config/env.js';
+import { parsePolicy, PolicyLoadError, type LoadedPolicy } from './config/load-policy.js';
+import { PolicyFile } from './config/policy-file.js';
 import type { Logger } from './logger.js';
-import { createPrimaryProcessMetrics } from './observability/metrics.js';
+import { createPrimaryMetrics } from './observability/metrics.js';
 import { WorkerSums, type WorkerMetrics } from './observability/worker-sums.js';
+import type { CompiledPolicy } from './policy/compile.js';
 import { RestartPacer } from './restart-pacer.js';
 import type { RunningGateway } from './server.js';
 import type { StartUpSignals } from './start-up-signals.js';
@@ -14,11 +17,14 @@ import type { StartUpSignals } from './start-up-signals.js';
  * WORKERS above 1: one primary process and that many workers (node:cluster), all serving the one
  * public port. The primary serves no requests; it forks the workers, answers the admin endpoints for
  * all of them (metrics summed, readiness only if every worker is ready), passes signals on, and
- * replaces a worker that dies. Messages between them carry a tag, so nothing else's are mistaken.
+ * replaces a worker that dies. It alone reads the policy file, and gives each worker the policy it
+ * accepted: a worker asks for it as it starts, and is sent each one accepted later (./config/policy-file.ts).
+ * Messages between them carry a tag, so nothing else's are mistaken.
  */
 type Message =
-  | { readonly tag: typeof TAG; readonly type: 'ready'; readonly port: number }
-  | { readonly tag: typeof TAG; readonly type: 'shutdown' | 'reload' }
+  | { readonly tag: typeof TAG; readonly type: 'ready'; readonly port: number; readonly policy: string }
+  | { readonly tag: typeof TAG; readonly type: 'shutdown' | 'get-policy' }
+  | { readonly tag: typeof TAG; readonly type: 'policy'; readonly file: string; readonly source: string }
   | { readonly tag: typeof TAG; readonly type: 'readiness' | 'metrics'; readonly id: number }
   | { readonly tag: typeof TAG; readonly type: 'answer'; readonly id: number; readonly readiness?: ReadinessCheck; readonly metrics?: WorkerMetrics };
 
@@ -27,6 +33,39 @@ const isMessage = (m: unknown): m is Message => typeof m === 'object' && m !== n
 
 /** A worker that does not answer the primary in this time counts as not ready, and with its last metrics. */
 const ASK_TIMEOUT_MS = 1_000;
+
+/** The policy a message from the primary carries, compiled. The primary accepted this text, so it compiles here too. */
+function compileGiven(message: Message & { type: 'policy' }): CompiledPolicy {
+  const result = parsePolicy(message.source, message.file);
+  if (!result.ok) throw new PolicyLoadError(result.errors);
+  return result.policy;
+}
+
+/** In a worker, as it starts: the policy the primary runs, asked for (a worker never reads the file). */
+export function policyFromPrimary(): Promise<CompiledPolicy> {
+  return new Promise((resolve, reject) => {
+    const done = () => {
+      process.off('message', onMessage);
+      process.off('disconnect', onDisconnect);
+    };
+    const onMessage = (message: unknown) => {
+      if (!isMessage(message) || message.type !== 'policy') return;
+      done();
+      try {
+        resolve(compileGiven(message));
+      } catch (err) {
+        reject(err);
+      }
+    };
+    const onDisconnect = () => {
+      done();
+      reject(new Error('the cluster primary went away before it gave this worker the policy'));
+    };
+    process.on('message', onMessage);
+    process.on('disconnect', onDisconnect);
+    process.send!({ tag: TAG, type: 'get-policy' } satisfies Message);
+  });
+}
 
 /** In a worker: obey the primary, and go when it goes. */
 export function serveAsWorker(gateway: RunningGateway, logger: Logger): void {
@@ -41,16 +80,24 @@ export function serveAsWorker(gateway: RunningGateway, logger: Logger): void {
   const send = (message: Message) => {
     if (process.connected) process.send!(message);
   };
+  const usePolicyGiven = (message: Message & { type: 'policy' }) => {
+    try {
+      gateway.usePolicy(compileGiven(message));
+    } catch (err) {
+      logger.error({ err }, "the primary's policy could not be compiled here; the running policy stays");
+    }
+  };
   process.on('message', (message: unknown) => {
     if (!isMessage(message)) return;
     if (message.type === 'shutdown') stop();
-    else if (message.type === 'reload') void gateway.reloadPolicy();
+    else if (message.type === 'policy') usePolicyGiven(message);
     else if (message.type === 'readiness') send({ tag: TAG, type: 'answer', id: message.id, readiness: gateway.readiness() });
     else if (message.type === 'metrics') {
       void gateway.metrics.registry.getMetricsAsJSON().then((metrics) => send({ tag: TAG, type: 'answer', id: message.id, metrics }));
     }
   });
   // Ctrl-C and a SIGHUP to the process group reach every process: the primary decides and tells each worker.
+  // (The start-up hold in the worker kept a SIGHUP before this; it is dropped: the file is the primary's.)
   process.on('SIGINT', () => {});
   process.on('SIGHUP', () => {});
   // Sent to this worker alone: it drains and goes, and the primary forks a replacement.
@@ -59,22 +106,21 @@ export function serveAsWorker(gateway: RunningGateway, logger: Logger): void {
   // Node's own handler would exit at once, cutting requests in flight, unless told this is expected.
   cluster.worker!.exitedAfterDisconnect = true;
   process.on('disconnect', stop);
-  send({ tag: TAG, type: 'ready', port: gateway.port });
+  send({ tag: TAG, type: 'ready', port: gateway.port, policy: gateway.policy.contentHash });
 }
 
 export class WorkerStartError extends Error {}
 
 /**
  * In the primary: binds the admin listener, forks `config.workers` workers and waits until each
- * listens. Resolves once running; the process then ends on SIGTERM/SIGINT after every worker has
- * drained. Rejects with WorkerStartError when a worker cannot start (its own error is on stderr).
+ * listens. `policy` is the policy file's, as read and accepted at start-up. Resolves once running;
+ * the process then ends on SIGTERM/SIGINT after every worker has drained. Rejects with
+ * WorkerStartError when a worker cannot start (its own error is on stderr).
  */
-export async function runPrimary(config: Config, logger: Logger, startUp: StartUpSignals): Promise<void> {
+export async function runPrimary(config: Config, logger: Logger, startUp: StartUpSignals, policy: LoadedPolicy): Promise<void> {
   /** Each live worker, and when it said it listens (performance.now()); undefined while it starts. */
   const workers = new Map<Worker, number | undefined>();
   const pacer = new RestartPacer();
-  /** Workers that were starting when a SIGHUP came. */
-  const reloadWhenReady = new Set<Worker>();
   /** Replacements waiting out a pause (see RestartPacer); a shutdown cancels them. */
   const pausedReplacements = new Set<NodeJS.Timeout>();
   const pending = new Map<number, (answer: Message & { type: 'answer' }) => void>();
@@ -117,12 +163,22 @@ export async function runPrimary(config: Config, logger: Logger, startUp: StartU
     };
   };
   const sums = new WorkerSums<Worker>((err, worker) => logger.warn({ err, worker_pid: worker.process.pid }, "a dead worker's counters could not be kept in the sums"));
-  const primaryOwn = createPrimaryProcessMetrics();
+  const primaryOwn = createPrimaryMetrics();
   const metricsText = async () => {
     const fresh = new Set<Worker>();
     for (const { worker, answer } of await askAll('metrics')) if (answer !== null && sums.answered(worker, answer.metrics!)) fresh.add(worker);
-    return AggregatorRegistry.aggregate([...(await sums.parts(fresh)), await primaryOwn()]).metrics();
+    return AggregatorRegistry.aggregate([...(await sums.parts(fresh)), await primaryOwn.collect()]).metrics();
   };
+
+  const sendPolicy = (worker: Worker, { source }: LoadedPolicy) => worker.send({ tag: TAG, type: 'policy', file: config.policyFile, source } satisfies Message);
+  const policyFile = new PolicyFile(config.policyFile, policy, {
+    logger,
+    reloads: primaryOwn.policyReloads,
+    // A worker still starting is given it when it says it is ready, if what it asked for is older.
+    onAccepted: (next) => {
+      for (const [worker, since] of workers) if (since !== undefined && worker.isConnected()) sendPolicy(worker, next);
+    },
+  });
 
   // The admin port first: if it is taken, nothing has been forked yet.
   const admin = createAdminServer({ metrics: { contentType: AggregatorRegistry.PROMETHEUS_CONTENT_TYPE, text: metricsText }, readiness });
@@ -139,11 +195,12 @@ export async function runPrimary(config: Config, logger: Logger, startUp: StartU
     worker.on('message', (message: unknown) => {
       if (!isMessage(message)) return;
       if (message.type === 'answer') pending.get(message.id)?.(message);
+      else if (message.type === 'get-policy') sendPolicy(worker, policyFile.accepted);
       else if (message.type === 'ready') {
         workers.set(worker, performance.now());
         // Forked while a shutdown was beginning: it never heard the order.
         if (phase === 'stopping') worker.send({ tag: TAG, type: 'shutdown' } satisfies Message);
-        else if (reloadWhenReady.delete(worker)) worker.send({ tag: TAG, type: 'reload' } satisfies Message);
+        else if (message.policy !== policyFile.accepted.policy.contentHash) sendPolicy(worker, policyFile.accepted);
       }
     });
     return worker;
@@ -169,6 +226,7 @@ export async function runPrimary(config: Config, logger: Logger, startUp: StartU
   const stop = (reason: string, exitCode: number): Promise<void> => {
     stopped ??= (async () => {
       phase = 'stopping';
+      policyFile.close();
       logger.info({ reason, workers: workers.size }, 'shutting down: every worker drains its requests');
       const gone = [...workers.keys()].map((w) => new Promise<void>((resolve) => (w.isDead() ? resolve() : w.once('exit', () => resolve()))));
       for (const timer of pausedReplacements) clearTimeout(timer);
@@ -197,7 +255,6 @@ export async function runPrimary(config: Config, logger: Logger, startUp: StartU
   cluster.on('exit', (worker, code, signal) => {
     const listeningSince = workers.get(worker);
     workers.delete(worker);
-    reloadWhenReady.delete(worker);
     sums.retire(worker);
     if (phase === 'stopping') {
       if (code !== 0 && code !== null) failedExits++;
@@ -215,9 +272,8 @@ export async function runPrimary(config: Config, logger: Logger, startUp: StartU
       // At start-up, listening() reports it.
       if (phase !== 'running') return;
       const failed = { worker_pid: worker.process.pid, code, signal };
-      // A replacement that cannot start (most often: the policy file was changed to one that is
-      // refused, which the running workers kept out) is tried again after a growing pause while
-      // other workers serve; with none left there is nothing to keep, and the gateway stops.
+      // A replacement that cannot start is tried again after a growing pause while other workers
+      // serve; with none left there is nothing to keep, and the gateway stops.
       const serving = [...workers.values()].filter((since) => since !== undefined).length;
       if (serving === 0) {
         logger.fatal(failed, 'a replacement worker could not start and no worker is serving: stopping');
@@ -251,16 +307,11 @@ export async function runPrimary(config: Config, logger: Logger, startUp: StartU
   const addSignalHandlers = () => {
     process.on('SIGTERM', () => onSignal('SIGTERM'));
     process.on('SIGINT', () => onSignal('SIGINT'));
-    process.on('SIGHUP', () => {
-      for (const [worker, since] of workers) {
-        // One still starting may have read the policy before the change: it reloads once it is ready.
-        if (since === undefined) reloadWhenReady.add(worker);
-        else if (worker.isConnected()) worker.send({ tag: TAG, type: 'reload' } satisfies Message);
-      }
-    });
+    process.on('SIGHUP', () => void policyFile.reload('signal'));
   };
-  // The workers are forked after this and read the policy themselves: a reload asked for until now needs nothing.
-  startUp.handOver(addSignalHandlers);
+  // The file was read before this, and may have changed since the SIGHUP that says so.
+  if (startUp.handOver(addSignalHandlers).reloadAsked) void policyFile.reload('signal');
+  if (config.policyWatch) policyFile.watch();
 
   const first = Array.from({ length: config.workers }, fork);
   let port: number | undefined;
@@ -270,6 +321,7 @@ export async function runPrimary(config: Config, logger: Logger, startUp: StartU
     // A signal during start-up: the workers it stopped are not a failure to report.
     if (stopped !== undefined) return void (await stopped);
     phase = 'stopping';
+    policyFile.close();
     for (const worker of workers.keys()) worker.process.kill('SIGKILL');
     admin.close();
     throw err;

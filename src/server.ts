@@ -4,8 +4,6 @@ import type { AddressInfo, Socket } from 'node:net';
 import { createAdminServer, type ReadinessCheck } from './admin/admin-server.js';
 import { createApp } from './app.js';
 import type { Config } from './config/env.js';
-import { loadPolicyOrThrow } from './config/load-policy.js';
-import { PolicyHolder, type ReloadResult } from './config/policy-holder.js';
 import { sendError, sendRawError } from './errors/error-response.js';
 import { KeyResolver } from './keys/key-resolver.js';
 import type { KeyStore } from './keys/key-store.js';
@@ -14,6 +12,7 @@ import type { Logger } from './logger.js';
 import { addressText, peerAddress } from './net/client-address.js';
 import { createMetrics, methodLabel, UNMATCHED_ROUTE, type GatewayMetrics } from './observability/metrics.js';
 import { loggedPath } from './observability/request-observer.js';
+import type { CompiledPolicy } from './policy/compile.js';
 import { COLLECT_EVERY_BYTES, youngCollector } from './proxy/streamed-memory.js';
 import { createUpstreamAgent } from './proxy/upstream-proxy.js';
 
@@ -23,7 +22,10 @@ export interface RunningGateway {
   readonly adminPort: number | null;
   readonly metrics: GatewayMetrics;
   readiness(): ReadinessCheck;
-  reloadPolicy(): Promise<ReloadResult>;
+  /** The policy it runs. */
+  readonly policy: CompiledPolicy;
+  /** Runs `policy` from now on: a request reads the policy once when it arrives, so none changes mid-way. */
+  usePolicy(policy: CompiledPolicy): void;
   /**
    * Readiness turns 503, the listener stops accepting, requests in flight get up to
    * `shutdownTimeoutMs` to finish, then connections close, Redis disconnects and the pool empties.
@@ -33,6 +35,8 @@ export interface RunningGateway {
 
 export interface StartOptions {
   readonly logger: Logger;
+  /** Accepted by whoever reads the policy file (./config/policy-file.ts): never read here. */
+  readonly policy: CompiledPolicy;
   /** Instead of Redis (the embedded quickstart and tests). */
   readonly keyStore?: KeyStore;
   /** A cluster worker (WORKERS above 1): no admin listener of its own. */
@@ -49,10 +53,16 @@ function listen(server: http.Server, port: number, host: string): Promise<number
   });
 }
 
-/** Loads the policy, connects the key store and listens. Throws PolicyLoadError on a bad policy. */
-export async function startGateway(config: Config, { logger, keyStore, worker = false }: StartOptions): Promise<RunningGateway> {
+/** Connects the key store and listens. */
+export async function startGateway(config: Config, { logger, policy: initialPolicy, keyStore, worker = false }: StartOptions): Promise<RunningGateway> {
   const metrics = createMetrics();
-  const policy = new PolicyHolder(config.policyFile, await loadPolicyOrThrow(config.policyFile), { logger, metrics });
+  let policy = initialPolicy;
+  const usePolicy = (next: CompiledPolicy) => {
+    policy = next;
+    metrics.policyInfo.reset();
+    metrics.policyInfo.set({ hash: next.contentHash }, 1);
+  };
+  usePolicy(initialPolicy);
   const store =
     keyStore ??
     new RedisKeyStore({
@@ -75,7 +85,7 @@ export async function startGateway(config: Config, { logger, keyStore, worker = 
   const agent = createUpstreamAgent(config.upstreamUrl, config.upstreamMaxSockets);
   const collectYoung = youngCollector();
   const app = createApp({
-    policy: () => policy.current,
+    policy: () => policy,
     resolver,
     trustedProxies: config.trustedProxyList,
     upstream: { url: config.upstreamUrl, timeoutMs: config.upstreamTimeoutMs, idleTimeoutMs: config.streamIdleTimeoutMs, agent, collectYoung },
@@ -181,12 +191,11 @@ export async function startGateway(config: Config, { logger, keyStore, worker = 
     server.close();
     throw err;
   }
-  if (config.policyWatch) policy.watch();
   const where = {
     port,
     host: config.host,
-    policy: policy.current.contentHash,
-    routes: policy.current.routes.length,
+    policy: policy.contentHash,
+    routes: policy.routes.length,
     streamed_gc_every_mib: collectYoung === undefined ? null : COLLECT_EVERY_BYTES / 2 ** 20,
   };
   if (collectYoung === undefined) {
@@ -201,7 +210,10 @@ export async function startGateway(config: Config, { logger, keyStore, worker = 
     adminPort,
     metrics,
     readiness,
-    reloadPolicy: () => policy.reload('signal'),
+    get policy() {
+      return policy;
+    },
+    usePolicy,
     shutdown() {
       stopped ??= (async () => {
         shuttingDown = true;
@@ -216,7 +228,6 @@ export async function startGateway(config: Config, { logger, keyStore, worker = 
           await drained;
         }
         clearTimeout(deadline);
-        policy.close();
         resolver.close();
         agent.destroy();
         if (keyStore === undefined) await store.close();

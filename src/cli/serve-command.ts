@@ -1,8 +1,9 @@
 import cluster from 'node:cluster';
 import { parseArgs } from 'node:util';
-import { runPrimary, serveAsWorker, WorkerStartError } from '../cluster.js';
-import { CONFIG_FIELDS, ConfigError, flagName, loadConfig } from '../config/env.js';
+import { policyFromPrimary, runPrimary, serveAsWorker, WorkerStartError } from '../cluster.js';
+import { CONFIG_FIELDS, ConfigError, flagName, loadConfig, type Config } from '../config/env.js';
 import { loadPolicyOrThrow, PolicyLoadError } from '../config/load-policy.js';
+import { PolicyFile } from '../config/policy-file.js';
 import { createLogger, type Logger } from '../logger.js';
 import { startGateway, type RunningGateway } from '../server.js';
 import type { StartUpSignals } from '../start-up-signals.js';
@@ -45,13 +46,16 @@ export async function serveCommand(args: string[], startUp: StartUpSignals): Pro
   // A fault in one request's handling is logged, never allowed to take every other request down.
   process.on('unhandledRejection', (reason) => logger.error({ err: reason }, 'unhandled rejection'));
   startUp.flushLogsWith(() => logger.flush());
-  if (clustered && cluster.isPrimary) {
+  if (clustered && cluster.isWorker) return serveWorker(config, logger, startUp);
+  // The one process, or the primary: the only reader of the policy file.
+  const policy = await loadPolicyOrThrow(config.policyFile).catch((err: unknown) => {
+    if (err instanceof PolicyLoadError) throw new CommandError(`policy refused:\n${err.message}`);
+    throw err;
+  });
+  if (clustered) {
     try {
-      // One clear refusal of a bad policy here, rather than one from every worker.
-      await loadPolicyOrThrow(config.policyFile);
-      return await runPrimary(config, logger, startUp);
+      return await runPrimary(config, logger, startUp, policy);
     } catch (err) {
-      if (err instanceof PolicyLoadError) throw new CommandError(`policy refused:\n${err.message}`);
       if (err instanceof WorkerStartError) throw new CommandError(err.message);
       // Only the admin listener is the primary's own.
       const code = (err as NodeJS.ErrnoException).code;
@@ -61,22 +65,39 @@ export async function serveCommand(args: string[], startUp: StartUpSignals): Pro
       throw err;
     }
   }
-  const gateway = await startGateway(config, { logger, worker: clustered }).catch((err: unknown) => {
-    if (err instanceof PolicyLoadError) throw new CommandError(`policy refused:\n${err.message}`);
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'EADDRINUSE') throw new CommandError(`${clustered ? 'PORT' : 'PORT or ADMIN_PORT'}: already in use (${(err as Error).message})`);
-    if (code === 'EADDRNOTAVAIL' || code === 'EAFNOSUPPORT') throw new CommandError(`HOST: cannot listen on ${config.host} (${code})`);
-    if (code === 'EACCES') throw new CommandError(`PORT: not allowed to listen on ${config.port}`);
-    throw err;
+  const gateway = await startGateway(config, { logger, policy: policy.policy }).catch(listenError(config, 'PORT or ADMIN_PORT'));
+  const policyFile = new PolicyFile(config.policyFile, policy, {
+    logger,
+    reloads: gateway.metrics.policyReloads,
+    onAccepted: (next) => gateway.usePolicy(next.policy),
   });
-  const { reloadAsked } = startUp.handOver(() => (clustered ? serveAsWorker(gateway, logger) : handleSignals(gateway, logger)));
-  // A worker's reloads come from the primary, which also sends one to a worker that was starting
-  // when the SIGHUP came (a SIGHUP to the process group reaches both): reloading here too would be twice.
-  if (reloadAsked && !clustered) void gateway.reloadPolicy();
+  if (config.policyWatch) policyFile.watch();
+  // The file was read before this, and may have changed since the SIGHUP that says so.
+  if (startUp.handOver(() => handleSignals(gateway, policyFile, logger)).reloadAsked) void policyFile.reload('signal');
 }
 
+/**
+ * A cluster worker runs the policy the primary gives it, and never reads the file: a worker forked
+ * after an edit that was refused, or not yet reloaded, runs what the others run. The primary tells
+ * it of each change; a SIGHUP to the worker itself, kept during start-up or not, is the primary's to act on.
+ */
+async function serveWorker(config: Config, logger: Logger, startUp: StartUpSignals): Promise<void> {
+  const policy = await policyFromPrimary();
+  const gateway = await startGateway(config, { logger, policy, worker: true }).catch(listenError(config, 'PORT'));
+  startUp.handOver(() => serveAsWorker(gateway, logger));
+}
+
+/** Names the setting behind a listen that failed. */
+const listenError = (config: Config, portSettings: string) => (err: unknown) => {
+  const code = (err as NodeJS.ErrnoException).code;
+  if (code === 'EADDRINUSE') throw new CommandError(`${portSettings}: already in use (${(err as Error).message})`);
+  if (code === 'EADDRNOTAVAIL' || code === 'EAFNOSUPPORT') throw new CommandError(`HOST: cannot listen on ${config.host} (${code})`);
+  if (code === 'EACCES') throw new CommandError(`PORT: not allowed to listen on ${config.port}`);
+  throw err;
+};
+
 /** A single process: SIGTERM or SIGINT drains and exits, a second one exits at once; SIGHUP reloads the policy. */
-function handleSignals(gateway: RunningGateway, logger: Logger): void {
+function handleSignals(gateway: RunningGateway, policyFile: PolicyFile, logger: Logger): void {
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) {
@@ -85,6 +106,7 @@ function handleSignals(gateway: RunningGateway, logger: Logger): void {
     }
     stopping = true;
     logger.info({ signal }, 'signal received');
+    policyFile.close();
     gateway.shutdown().then(
       () => process.exit(0),
       (err: unknown) => {
@@ -95,5 +117,5 @@ function handleSignals(gateway: RunningGateway, logger: Logger): void {
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
-  process.on('SIGHUP', () => void gateway.reloadPolicy());
+  process.on('SIGHUP', () => void policyFile.reload('signal'));
 }

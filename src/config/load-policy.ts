@@ -13,7 +13,13 @@ export interface PolicyError {
   readonly message: string;
 }
 
-export type PolicyLoadResult = { ok: true; policy: CompiledPolicy } | { ok: false; errors: PolicyError[] };
+/** A policy that was accepted, and the text it was read from (which a cluster primary hands its workers). */
+export interface LoadedPolicy {
+  readonly policy: CompiledPolicy;
+  readonly source: string;
+}
+
+export type PolicyLoadResult = ({ ok: true } & LoadedPolicy) | { ok: false; errors: PolicyError[] };
 
 export function formatPolicyError(error: PolicyError): string {
   return `${error.file}:${error.line}:${error.column}: ${error.message}`;
@@ -119,7 +125,7 @@ export function parsePolicy(source: string, file: string): PolicyLoadResult {
       errors: compiled.problems.map((p) => at(offsetOf(doc, p.path), `${describePath(p.path)}${p.message}`)),
     };
   }
-  return { ok: true, policy: compiled.policy };
+  return { ok: true, policy: compiled.policy, source };
 }
 
 /** Reads and validates a policy file. */
@@ -134,8 +140,8 @@ export async function loadPolicy(file: string): Promise<PolicyLoadResult> {
   return parsePolicy(source, file);
 }
 
-export async function loadPolicyOrThrow(file: string): Promise<CompiledPolicy> {
+export async function loadPolicyOrThrow(file: string): Promise<LoadedPolicy> {
   const result = await loadPolicy(file);
   if (!result.ok) throw new PolicyLoadError(result.errors);
-  return result.policy;
+  return result;
 }

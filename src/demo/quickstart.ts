@@ -1,4 +1,5 @@
 import { loadConfig } from '../config/env.js';
+import { loadPolicyOrThrow } from '../config/load-policy.js';
 import { generateKey, generateKeyId, hashKey } from '../keys/api-key.js';
 import { MemoryKeyStore } from '../keys/memory-key-store.js';
 import { createLogger } from '../logger.js';
@@ -33,7 +34,9 @@ async function main(): Promise<void> {
   }
 
   const config = loadConfig({ LOG_LEVEL: 'warn', ADMIN_PORT: '0', ...process.env, UPSTREAM_URL: `http://127.0.0.1:${upstreamPort}` });
-  const gateway = await startGateway(config, { logger: createLogger(config.logLevel), keyStore: store });
+  // Read once: the demo does not follow edits to the file (`serve` does).
+  const { policy } = await loadPolicyOrThrow(config.policyFile);
+  const gateway = await startGateway(config, { logger: createLogger(config.logLevel), policy, keyStore: store });
   const base = `http://127.0.0.1:${gateway.port}`;
   const alpha = keys.get('acq_alpha')!;
   const beta = keys.get('acq_beta')!;

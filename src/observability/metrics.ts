@@ -40,6 +40,20 @@ export function methodLabel(method: string | undefined): string {
 /** The results a policy reload counts. */
 const RELOAD_RESULTS = ['success', 'failure', 'unchanged'] as const;
 
+const PREFIX = 'acquirer_gateway_';
+
+/** Counted by whoever reads the policy file: the one process, or with WORKERS the primary. */
+function policyReloadsCounter(registers: Registry[]): Counter<'result'> {
+  const counter = new Counter({
+    name: `${PREFIX}policy_reloads_total`,
+    help: 'Policy reload attempts by result (success, failure, unchanged).',
+    labelNames: ['result'],
+    registers,
+  });
+  for (const result of RELOAD_RESULTS) counter.inc({ result }, 0);
+  return counter;
+}
+
 /**
  * The series the shipped alerts (examples/alerts.yml) watch with `rate` or `increase` exist at 0 from
  * the start: Prometheus sees nothing of a series' first increment when the series appears with it
@@ -47,79 +61,72 @@ const RELOAD_RESULTS = ['success', 'failure', 'unchanged'] as const;
  */
 export function createMetrics(): GatewayMetrics {
   const registry = new Registry();
-  const prefix = 'acquirer_gateway_';
-  collectDefaultMetrics({ register: registry, prefix });
+  collectDefaultMetrics({ register: registry, prefix: PREFIX });
   const registers = [registry];
-  const policyReloads = new Counter({
-    name: `${prefix}policy_reloads_total`,
-    help: 'Policy reload attempts by result (success, failure, unchanged).',
-    labelNames: ['result'],
-    registers,
-  });
-  for (const result of RELOAD_RESULTS) policyReloads.inc({ result }, 0);
   return {
     registry,
     requests: new BatchedCounter({
-      name: `${prefix}requests_total`,
+      name: `${PREFIX}requests_total`,
       help: 'Requests answered, by policy route id (or "unmatched"), method and status.',
       labelNames: ['route', 'method', 'status'],
       registers,
     }),
     requestDuration: new BatchedHistogram({
-      name: `${prefix}request_duration_seconds`,
+      name: `${PREFIX}request_duration_seconds`,
       help: 'Time from request to the end of the response, by route.',
       labelNames: ['route'],
       buckets: DURATION_BUCKETS,
       registers,
     }),
     denials: new BatchedCounter({
-      name: `${prefix}denials_total`,
+      name: `${PREFIX}denials_total`,
       help: 'Requests refused by the gateway, by reason.',
       labelNames: ['reason'],
       registers,
     }),
     keyResolutions: new BatchedCounter({
-      name: `${prefix}key_resolutions_total`,
+      name: `${PREFIX}key_resolutions_total`,
       help: 'API key lookups by layer (memory, redis) and result (hit, negative_hit, coalesced, miss, error).',
       labelNames: ['layer', 'result'],
       registers,
     }),
     upstreamDuration: new BatchedHistogram({
-      name: `${prefix}upstream_duration_seconds`,
+      name: `${PREFIX}upstream_duration_seconds`,
       help: 'Time until the upstream answered with response headers, by route.',
       labelNames: ['route'],
       buckets: DURATION_BUCKETS,
       registers,
     }),
     upstreamErrors: new BatchedCounter({
-      name: `${prefix}upstream_errors_total`,
+      name: `${PREFIX}upstream_errors_total`,
       help: 'Upstream requests that failed, by kind (refused, reset, timeout, unresolvable, protocol, stalled, other).',
       labelNames: ['kind'],
       registers,
       zeroes: UPSTREAM_ERROR_KINDS.map((kind) => ({ kind })),
     }),
     upstreamRetries: new Counter({
-      name: `${prefix}upstream_retries_total`,
+      name: `${PREFIX}upstream_retries_total`,
       help: 'GET/HEAD requests sent a second time because a pooled upstream connection failed before any answer.',
       registers,
     }),
     upstreamStatusMapped: new BatchedCounter({
-      name: `${prefix}upstream_status_mapped_total`,
+      name: `${PREFIX}upstream_status_mapped_total`,
       help: 'Upstream error statuses replaced by a gateway error, by route, upstream status and status sent.',
       labelNames: ['route', 'upstream_status', 'status'],
       registers,
     }),
     policyInfo: new Gauge({
-      name: `${prefix}policy_info`,
+      name: `${PREFIX}policy_info`,
       help: 'The loaded policy, by the SHA-256 of its file; always 1.',
       labelNames: ['hash'],
       registers,
       // Several workers (WORKERS): each reports the same policy; the primary shows it once.
       aggregator: 'max',
     }),
-    policyReloads,
+    // A worker's stays at 0: the primary reads the file and counts (createPrimaryMetrics).
+    policyReloads: policyReloadsCounter(registers),
     keyStoreUp: new Gauge({
-      name: `${prefix}key_store_up`,
+      name: `${PREFIX}key_store_up`,
       help: '1 while Redis answers and key change notices are subscribed, else 0.',
       registers,
       // Several workers: up only if every one is.
@@ -129,15 +136,30 @@ export function createMetrics(): GatewayMetrics {
 }
 
 /** The primary's own process metrics, beside the workers' combined `acquirer_gateway_process_*`. */
-const PRIMARY_PREFIX = 'acquirer_gateway_primary_';
+const PRIMARY_PREFIX = `${PREFIX}primary_`;
+
+export interface PrimaryMetrics {
+  /** The primary reads the policy file: its reloads are counted once, not once per worker. */
+  readonly policyReloads: Counter<'result'>;
+  /** Its metrics in prom-client's JSON shape, for the primary to add to the workers'. */
+  collect(): Promise<MetricObjectWithValues<MetricValue<string>>[]>;
+}
 
 /**
- * With WORKERS above 1: the primary's own CPU, memory and descriptors, as metrics in prom-client's
- * JSON shape, for the primary to add to the workers' (it accepts every connection and hands it to a
- * worker, so under load its CPU is worth watching on its own). Its Node.js metrics are left out.
+ * With WORKERS above 1: the primary's policy reloads, and its own CPU, memory and descriptors (it
+ * accepts every connection and hands it to a worker, so under load its CPU is worth watching on its
+ * own). Its Node.js metrics are left out.
  */
-export function createPrimaryProcessMetrics(): () => Promise<MetricObjectWithValues<MetricValue<string>>[]> {
-  const registry = new Registry();
-  collectDefaultMetrics({ register: registry, prefix: PRIMARY_PREFIX });
-  return async () => (await registry.getMetricsAsJSON()).filter((m) => m.name.startsWith(`${PRIMARY_PREFIX}process_`));
+export function createPrimaryMetrics(): PrimaryMetrics {
+  const processRegistry = new Registry();
+  collectDefaultMetrics({ register: processRegistry, prefix: PRIMARY_PREFIX });
+  const policyRegistry = new Registry();
+  const policyReloads = policyReloadsCounter([policyRegistry]);
+  return {
+    policyReloads,
+    collect: async () => [
+      ...(await processRegistry.getMetricsAsJSON()).filter((m) => m.name.startsWith(`${PRIMARY_PREFIX}process_`)),
+      ...(await policyRegistry.getMetricsAsJSON()),
+    ],
+  };
 }

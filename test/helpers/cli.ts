@@ -46,9 +46,12 @@ export interface ServeProcess {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-/** `viaShebang`: run dist/cli.js itself, as the installed command and the image do, with its node flags. */
-export async function startServe(env: Record<string, string>, { viaShebang = false } = {}): Promise<ServeProcess> {
-  const child = spawn(viaShebang ? CLI : process.execPath, viaShebang ? ['serve'] : [CLI, 'serve'], {
+/**
+ * `viaShebang`: run dist/cli.js itself, as the installed command and the image do, with its node flags.
+ * `script`: a script run by node in its place, which runs the CLI in turn (test/fixtures/*.mjs).
+ */
+export async function startServe(env: Record<string, string>, { viaShebang = false, script = CLI } = {}): Promise<ServeProcess> {
+  const child = spawn(viaShebang ? CLI : process.execPath, viaShebang ? ['serve'] : [script, 'serve'], {
     env: { PATH: process.env.PATH, PORT: '0', HOST: '127.0.0.1', ADMIN_PORT: '0', LOG_LEVEL: 'info', ...env },
   });
   const logLines: string[] = [];

@@ -7,7 +7,7 @@ import type { CompiledPolicy } from '../../src/policy/compile.js';
 export const SHIPPED_POLICY_FILE = 'policies/acquirer-api.yaml';
 
 export function shippedPolicy(): Promise<CompiledPolicy> {
-  return loadPolicyOrThrow(SHIPPED_POLICY_FILE);
+  return loadPolicyOrThrow(SHIPPED_POLICY_FILE).then((loaded) => loaded.policy);
 }
 
 export const STATEMENT_ID = '7c9e6679-7425-40de-944b-e07fc1f90ae7';

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -14,6 +15,8 @@ import { waitFor } from '../helpers/wait.js';
  * every worker before the primary exits.
  */
 const LIST = '/v1/acquirer/eod_statements';
+const PERMISSIONS = '/v1/acquirer/api_keys/permissions';
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 
 let redis: TestRedis;
 let upstream: RecordingUpstream;
@@ -171,7 +174,7 @@ describe('WORKERS=2', () => {
     }
   }, 40_000);
 
-  it('tries a replacement that cannot start again while the other worker serves, until the policy file is fixed', async () => {
+  it('reads the policy file in the primary alone: a worker replaced after a refused edit starts, and runs what its sibling runs', async () => {
     const { key } = await createKey(env, { acquirer: 'acq_workers', permissions: ['eod_list', 'eod_read'] });
     const dir = mkdtempSync(path.join(os.tmpdir(), 'gw-workers-'));
     const policyFile = path.join(dir, 'policy.yaml');
@@ -179,22 +182,71 @@ describe('WORKERS=2', () => {
     writeFileSync(policyFile, good);
     const g = await startServe({ ...env, WORKERS: '2', POLICY_FILE: policyFile });
     try {
-      const [victim, survivor] = workerPids(g) as [number, number];
-      // Refused by both running workers, which keep the policy they run.
+      const [victim] = workerPids(g) as [number, number];
       writeFileSync(policyFile, good.replace('version: 1', 'version: 2'));
-      await waitFor(() => logEntries(g).filter((e) => e.msg === 'policy reload refused; the running policy stays').length >= 2, { timeoutMs: 10_000, what: 'both workers to refuse the file' });
+      const refusals = () => logEntries(g).filter((e) => e.msg === 'policy reload refused; the running policy stays');
+      await waitFor(() => refusals().length > 0, { timeoutMs: 10_000, what: 'the refusal' });
       process.kill(victim, 'SIGKILL');
-      // Its replacement reads the refused file and cannot start; the primary does not give up on the survivor.
+      // Replaced after the 1 s pause of a quick death, and given the policy the primary accepted.
+      await waitFor(async () => (await request(g.adminUrl, '/readyz')).status === 200, { timeoutMs: 10_000, what: 'readiness with the replacement' });
+      expect(await burst(g, key, 10)).toEqual(Array(10).fill(200));
+      expect(logEntries(g).filter((e) => (e.msg as string).startsWith('a replacement worker could not start'))).toEqual([]);
+      // Read and refused once, by the primary: not once per worker.
+      expect(refusals().map((e) => e.pid)).toEqual([primaryPid(g)]);
+      const metrics = (await request(g.adminUrl, '/metrics')).body.toString();
+      expect(metric(metrics, 'acquirer_gateway_policy_reloads_total{result="failure"}')).toBe(1);
+    } finally {
+      expect(await g.stop()).toBe(0);
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 30_000);
+
+  it('runs one policy in every worker: a replacement after an edit not yet reloaded runs the accepted one, and a SIGHUP moves all', async () => {
+    const { key } = await createKey(env, { acquirer: 'acq_workers', permissions: ['eod_list', 'eod_read'] });
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'gw-workers-'));
+    const policyFile = path.join(dir, 'policy.yaml');
+    const good = readFileSync('policies/acquirer-api.yaml', 'utf8');
+    const withoutCatalogue = good.replace(/\n  - id: api_keys_permissions[\s\S]*$/, '\n');
+    expect(withoutCatalogue).not.toBe(good);
+    writeFileSync(policyFile, good);
+    const g = await startServe({ ...env, WORKERS: '2', POLICY_FILE: policyFile, POLICY_WATCH: 'false' });
+    const catalogue = async () => (await Promise.all(Array.from({ length: 10 }, () => request(g.url, PERMISSIONS, bearer(key))))).map((r) => r.status);
+    try {
+      const [victim] = workerPids(g) as [number, number];
+      writeFileSync(policyFile, withoutCatalogue);
+      process.kill(victim, 'SIGKILL');
+      await waitFor(() => logEntries(g).some((e) => e.msg === 'worker listening' && !workerPids(g).includes(e.pid as number)), { timeoutMs: 10_000, what: 'the replacement' });
+      // Ten connections, handed to both workers in turn: the replacement answers as its sibling does.
+      expect(await catalogue()).toEqual(Array(10).fill(200));
+      process.kill(primaryPid(g), 'SIGHUP');
+      await waitFor(async () => (await catalogue()).every((status) => status === 404), { what: 'every worker to run the reloaded policy' });
+      const metrics = (await request(g.adminUrl, '/metrics')).body.toString();
+      expect(metric(metrics, 'acquirer_gateway_policy_reloads_total{result="success"}')).toBe(1);
+      expect(metrics.match(/^acquirer_gateway_policy_info\{hash="[0-9a-f]{64}"\} 1$/gm)).toEqual([`acquirer_gateway_policy_info{hash="${sha256(withoutCatalogue)}"} 1`]);
+    } finally {
+      expect(await g.stop()).toBe(0);
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 30_000);
+
+  it('tries a replacement that cannot start again while the other worker serves, until it can', async () => {
+    const { key } = await createKey(env, { acquirer: 'acq_workers', permissions: ['eod_list', 'eod_read'] });
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'gw-workers-'));
+    const gate = path.join(dir, 'closed');
+    const g = await startServe({ ...env, WORKERS: '2', WORKER_GATE: gate }, { script: 'test/fixtures/gated-serve.mjs' });
+    try {
+      const [victim, survivor] = workerPids(g) as [number, number];
+      writeFileSync(gate, '');
+      process.kill(victim, 'SIGKILL');
       const failed = await waitFor(() => logEntries(g).find((e) => (e.msg as string).startsWith('a replacement worker could not start')), { timeoutMs: 10_000, what: 'the failed replacement' });
       // The victim's quick death paused 1 s; this second one in a row pauses 2 s.
-      expect(failed).toMatchObject({ level: 50, serving: 1, pause_ms: 2_000 });
+      expect(failed).toMatchObject({ level: 50, serving: 1, pause_ms: 2_000, code: 3 });
       expect(alive(survivor)).toBe(true);
       expect(await burst(g, key, 10)).toEqual(Array(10).fill(200));
       const ready = await request(g.adminUrl, '/readyz');
       expect([ready.status, JSON.parse(ready.body.toString()).checks.workers]).toEqual([503, 'missing']);
-      // Fixed: the next attempt starts, and the gateway is whole again.
-      writeFileSync(policyFile, good);
-      await waitFor(async () => (await request(g.adminUrl, '/readyz')).status === 200, { timeoutMs: 20_000, what: 'readiness once the file is fixed' });
+      rmSync(gate);
+      await waitFor(async () => (await request(g.adminUrl, '/readyz')).status === 200, { timeoutMs: 20_000, what: 'readiness once a replacement can start' });
       // (Its lines reach stdout within 200 ms of being written.)
       await waitFor(() => logEntries(g).some((e) => e.msg === 'worker listening' && e.pid !== survivor && e.pid !== victim), { what: "the new worker's line" });
       expect(await burst(g, key, 10)).toEqual(Array(10).fill(200));

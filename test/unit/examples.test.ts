@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
-import { createMetrics, createPrimaryProcessMetrics } from '../../src/observability/metrics.js';
+import { createMetrics, createPrimaryMetrics } from '../../src/observability/metrics.js';
 
 /**
  * Docker cannot run here, so the examples are checked for what can be checked: they parse, and every
@@ -10,7 +10,7 @@ async function exportedMetricNames(): Promise<Set<string>> {
   const metrics = createMetrics();
   const names = new Set<string>();
   // A worker's, and with WORKERS above 1 the primary's own process metrics.
-  for (const metric of [...(await metrics.registry.getMetricsAsJSON()), ...(await createPrimaryProcessMetrics()())]) {
+  for (const metric of [...(await metrics.registry.getMetricsAsJSON()), ...(await createPrimaryMetrics().collect())]) {
     names.add(metric.name);
     if (String(metric.type) === 'histogram') for (const suffix of ['_bucket', '_count', '_sum']) names.add(metric.name + suffix);
   }

@@ -7,7 +7,7 @@ const NEW = 'test/fixtures/policies/diff/new.yaml';
 
 describe('diffPolicies', () => {
   it('tells a reviewer what changed, flagging what loosens access', async () => {
-    const markdown = diffPolicies(await loadPolicyOrThrow(OLD), await loadPolicyOrThrow(NEW), OLD, NEW);
+    const markdown = diffPolicies((await loadPolicyOrThrow(OLD)).policy, (await loadPolicyOrThrow(NEW)).policy, OLD, NEW);
     expect(markdown).toBe(
       [
         `## Policy changes: \`${OLD}\` → \`${NEW}\``,
@@ -43,7 +43,7 @@ describe('diffPolicies', () => {
   });
 
   it('says so when nothing that matters changed', async () => {
-    const policy = await loadPolicyOrThrow(OLD);
+    const policy = (await loadPolicyOrThrow(OLD)).policy;
     expect(diffPolicies(policy, policy, OLD, OLD)).toBe(
       `## Policy changes: \`${OLD}\` → \`${OLD}\`\n\nNo changes that affect access, routing or the upstream.\n`,
     );
@@ -83,7 +83,7 @@ routes:
 
 describe('routeTable', () => {
   it('lists the effective routes of the shipped policy', async () => {
-    const table = routeTable(await loadPolicyOrThrow('policies/acquirer-api.yaml'));
+    const table = routeTable((await loadPolicyOrThrow('policies/acquirer-api.yaml')).policy);
     expect(table.split('\n').slice(2, 8)).toEqual([
       '| route | method | path | parameters | query | permissions (all required) | answered by |',
       '|---|---|---|---|---|---|---|',
@@ -104,7 +104,7 @@ describe('the tenancy check of the status map', () => {
     ['  403: 404\n  404: 404\n  500: 502\n', false],
     ['  404: 404\n', true],
   ])('%j flagged: %p', async (map, flagged) => {
-    const before = await loadPolicyOrThrow(OLD);
+    const before = (await loadPolicyOrThrow(OLD)).policy;
     const after = withMap(map);
     if (!after.ok) throw new Error(after.errors.map((e) => e.message).join());
     expect(diffPolicies(before, after.policy, 'a', 'b').includes('distinguishable from a missing one')).toBe(flagged);

@@ -1,0 +1,101 @@
+import { watch, type FSWatcher } from 'node:fs';
+import path from 'node:path';
+import type { Counter } from 'prom-client';
+import type { Logger } from '../logger.js';
+import { formatPolicyError, loadPolicy, type LoadedPolicy } from './load-policy.js';
+
+/** File events come in bursts (editors, atomic renames, ConfigMap symlink swaps): wait for quiet. */
+const WATCH_DEBOUNCE_MS = 100;
+
+export type ReloadResult = 'success' | 'unchanged' | 'failure';
+
+export interface PolicyFileOptions {
+  readonly logger: Logger;
+  /** `policy_reloads_total`, counted once per reload whatever the number of processes serving. */
+  readonly reloads: Counter<'result'>;
+  /** Each policy accepted after the first: the one process's requests, or (WORKERS) every worker. */
+  readonly onAccepted: (next: LoadedPolicy) => void;
+}
+
+/**
+ * The policy file, and the last policy read from it that was accepted. One reader per gateway: the
+ * single process, or with WORKERS the primary, so that every worker runs what was accepted, and a
+ * worker started after a refused or a not yet reloaded edit runs what its siblings run. The file is
+ * read again on SIGHUP and, once `watch()`ed, when it changes; a file that is refused is logged with
+ * its reasons and counted, and the accepted policy stays.
+ */
+export class PolicyFile {
+  readonly #file: string;
+  readonly #options: PolicyFileOptions;
+  #accepted: LoadedPolicy;
+  #watcher: FSWatcher | undefined;
+  #debounce: NodeJS.Timeout | undefined;
+  #reloading: Promise<ReloadResult> | undefined;
+  #again = false;
+
+  constructor(file: string, initial: LoadedPolicy, options: PolicyFileOptions) {
+    this.#file = file;
+    this.#accepted = initial;
+    this.#options = options;
+  }
+
+  get accepted(): LoadedPolicy {
+    return this.#accepted;
+  }
+
+  /** Reads the file again; concurrent calls share one read, and a call during a read runs once more after it. */
+  reload(trigger: 'signal' | 'file'): Promise<ReloadResult> {
+    if (this.#reloading !== undefined) {
+      this.#again = true;
+      return this.#reloading;
+    }
+    this.#reloading = this.#load(trigger).finally(() => {
+      this.#reloading = undefined;
+      if (this.#again) {
+        this.#again = false;
+        void this.reload(trigger);
+      }
+    });
+    return this.#reloading;
+  }
+
+  /** Reloads when the file changes. The directory is watched, so a file replaced by rename is seen too. */
+  watch(): void {
+    const dir = path.dirname(this.#file);
+    const base = path.basename(this.#file);
+    this.#watcher = watch(dir, { persistent: false }, (_event, name) => {
+      if (name !== null && name !== base && !name.startsWith('..')) return;
+      clearTimeout(this.#debounce);
+      this.#debounce = setTimeout(() => void this.reload('file'), WATCH_DEBOUNCE_MS);
+    });
+    this.#watcher.on('error', (err) => this.#options.logger.error({ err, file: this.#file }, 'policy file watch failed; reload with SIGHUP'));
+  }
+
+  close(): void {
+    clearTimeout(this.#debounce);
+    this.#watcher?.close();
+  }
+
+  async #load(trigger: 'signal' | 'file'): Promise<ReloadResult> {
+    const { logger, reloads, onAccepted } = this.#options;
+    const result = await loadPolicy(this.#file);
+    const running = this.#accepted.policy;
+    if (!result.ok) {
+      reloads.inc({ result: 'failure' });
+      logger.error(
+        { file: this.#file, trigger, errors: result.errors.map(formatPolicyError), running: running.contentHash },
+        'policy reload refused; the running policy stays',
+      );
+      return 'failure';
+    }
+    if (result.policy.contentHash === running.contentHash) {
+      reloads.inc({ result: 'unchanged' });
+      return 'unchanged';
+    }
+    this.#accepted = { policy: result.policy, source: result.source };
+    reloads.inc({ result: 'success' });
+    logger.info({ file: this.#file, trigger, from: running.contentHash, to: result.policy.contentHash, routes: result.policy.routes.length }, 'policy reloaded');
+    onAccepted(this.#accepted);
+    return 'success';
+  }
+}
