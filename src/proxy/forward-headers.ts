@@ -140,6 +140,27 @@ export function buildUpstreamHeaders(
 export const NEVER_RETURNED = new Set(['server', 'x-powered-by', 'via', 'set-cookie']);
 
 /**
+ * The upstream as its answers are searched for it: its origin, on which URLs are made relative, and
+ * its host name, which no header passed to a client may hold. Worked out once per proxy.
+ */
+export interface UpstreamAddress {
+  /** A URL's `origin`: lower case, no default port. */
+  readonly origin: string;
+  /** The host name as a whole name, in any case: not inside another (`legacy-files`, `x.legacy`, `10.0.0.50`). */
+  readonly host: RegExp;
+}
+
+export function upstreamAddress(url: string | URL): UpstreamAddress {
+  const parsed = new URL(url);
+  // An IPv6 address is searched for without its brackets: `::1` as written in a URL and in prose.
+  const name = parsed.hostname.replace(/^\[(.*)\]$/, '$1');
+  const literal = name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  // Not after a name's character or dot; not before one, nor before a dot that another label follows
+  // (a trailing dot, `legacy.`, is the same name).
+  return { origin: parsed.origin, host: new RegExp(`(?<![A-Za-z0-9_.-])${literal}(?![A-Za-z0-9_-]|\\.[A-Za-z0-9_-])`, 'i') };
+}
+
+/**
  * A URL on the upstream's own origin, made relative (`/path?query#fragment`): the client resolves it
  * against the gateway it asked, as nginx's `proxy_redirect default` does, and never learns the
  * internal address. Compared as URLs, so a scheme-relative form, an explicit default port or user
@@ -179,33 +200,26 @@ const URL_HEADERS: ReadonlyMap<string, (value: string, upstreamOrigin: string) =
   ['link', clientLink],
 ]);
 
-/** The upstream's host name, and where a header value names it: anywhere, or as a URL's host at its start. */
-type UpstreamHost = { readonly name: string; readonly anywhere: RegExp; readonly atStart: RegExp };
-const upstreamHosts = new Map<string, UpstreamHost>();
-function upstreamHost(upstreamOrigin: string): UpstreamHost {
-  let host = upstreamHosts.get(upstreamOrigin);
-  if (host === undefined) {
-    const name = new URL(upstreamOrigin).hostname.toLowerCase();
-    // After `//` and any user information, the host with any port, then the end of the authority.
-    const authority = `[/\\\\]{2}(?:[^/\\\\?#@\\s]*@)?${name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(?::[0-9]*)?(?=[/\\\\?#\\s"'<>,;]|$)`;
-    host = { name, anywhere: new RegExp(authority, 'i'), atStart: new RegExp(`^(?:[A-Za-z][A-Za-z0-9+.-]*:)?${authority}`, 'i') };
-    upstreamHosts.set(upstreamOrigin, host);
+/** Percent-encoding undone, up to four layers deep (`%252F`); what is not a valid escape stays. */
+function percentDecoded(text: string): string {
+  let decoded = text;
+  for (let layer = 0; layer < 4 && decoded.includes('%'); layer++) {
+    const next = decoded.replace(/%([0-9A-Fa-f]{2})/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)));
+    if (next === decoded) break;
+    decoded = next;
   }
-  return host;
+  return decoded;
 }
 
 /**
- * Whether a response header, as it would be passed, names the upstream's host (any scheme, port or
- * none): a `WWW-Authenticate` realm, a CSP report URI, a URL header that could not be made relative.
- * A Location is judged by its own host only: another site's URL that merely carries the upstream's
- * in its query is the redirect the client needs.
+ * Whether a response header, as it would be passed, names the upstream's host, anywhere in it and with
+ * any scheme, port or none: a URL that could not be made relative (another scheme or port, a Location's
+ * `?next=`), a realm, a CSP source, an `X-Backend: host:port`, a header sent twice and joined by Node.
+ * Searched in the percent-decoded text too (a login URL's `?service=http%3A%2F%2Fhost…`).
  */
-function namesUpstream(name: string, value: string | string[], upstreamOrigin: string): boolean {
+function namesUpstream(value: string | string[], host: RegExp): boolean {
   const text = Array.isArray(value) ? value.join('\n') : value;
-  // Every response header is asked, on every response: nearly none holds a URL's `//` (or `\\`).
-  if (!text.includes('//') && !text.includes('\\')) return false;
-  const host = upstreamHost(upstreamOrigin);
-  return (name === 'location' ? host.atStart : host.anywhere).test(text);
+  return host.test(text) || (text.includes('%') && host.test(percentDecoded(text)));
 }
 
 /**
@@ -223,10 +237,9 @@ const DROPPED_BODY_HEADERS = new Set(['content-length', 'content-type', 'content
  * above, with our request id, and URLs on the upstream's origin made relative (URL_HEADERS). A 204
  * has no body and must not claim a length (RFC 9110 §8.6): an upstream's Content-Length on one is
  * dropped, or a client that trusted it would wait for bytes that never come. A redirect's body is
- * dropped (hasDroppedBody): `Content-Length: 0`. `upstreamOrigin` is a URL's `origin` (lower case,
- * no default port).
+ * dropped (hasDroppedBody): `Content-Length: 0`. No header that names the upstream's host is passed.
  */
-export function buildClientHeaders(status: number, upstream: IncomingHttpHeaders, requestId: string, upstreamOrigin: string): OutgoingHttpHeaders {
+export function buildClientHeaders(status: number, upstream: IncomingHttpHeaders, requestId: string, address: UpstreamAddress): OutgoingHttpHeaders {
   const nominated = connectionTokens(upstream.connection);
   const withoutBody = hasDroppedBody(status);
   const outgoing: OutgoingHttpHeaders = {};
@@ -236,9 +249,8 @@ export function buildClientHeaders(status: number, upstream: IncomingHttpHeaders
     const value = upstream[name];
     if (value === undefined) continue;
     const rewrite = URL_HEADERS.get(name);
-    const passed = rewrite === undefined ? value : Array.isArray(value) ? value.map((v) => rewrite(v, upstreamOrigin)) : rewrite(value, upstreamOrigin);
-    // Still naming the upstream (sent twice and joined by Node, a Link's anchor, a realm …): not passed.
-    if (namesUpstream(name, passed, upstreamOrigin)) continue;
+    const passed = rewrite === undefined ? value : Array.isArray(value) ? value.map((v) => rewrite(v, address.origin)) : rewrite(value, address.origin);
+    if (namesUpstream(passed, address.host)) continue;
     outgoing[name] = passed;
   }
   if (withoutBody) outgoing['content-length'] = '0';

@@ -8,7 +8,7 @@ import { ERROR_CODES } from '../errors/codes.js';
 import { sendError } from '../errors/error-response.js';
 import type { Logger } from '../logger.js';
 import { forwardBody } from './forward-body.js';
-import { buildClientHeaders, buildUpstreamHeaders, hasDroppedBody } from './forward-headers.js';
+import { buildClientHeaders, buildUpstreamHeaders, hasDroppedBody, upstreamAddress } from './forward-headers.js';
 import { classifyUpstreamError, UnexpectedUpgradeError } from './upstream-errors.js';
 import { mapUpstreamStatus } from './map-upstream-status.js';
 import { createStreamedMemory, type CollectYoung } from './streamed-memory.js';
@@ -122,7 +122,7 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): RequestHandl
   // changeOrigin would work it out again on every request).
   const target = new URL(options.target);
   const upstreamHost = target.host;
-  const upstreamOrigin = target.origin;
+  const address = upstreamAddress(target);
 
   const fail = (res: ServerResponse, code: ErrorCode, err?: unknown) => {
     const locals = (res as Response).locals;
@@ -216,7 +216,7 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): RequestHandl
         return;
       }
       try {
-        res.writeHead(proxyRes.statusCode!, buildClientHeaders(proxyRes.statusCode!, proxyRes.headers, locals.requestId, upstreamOrigin));
+        res.writeHead(proxyRes.statusCode!, buildClientHeaders(proxyRes.statusCode!, proxyRes.headers, locals.requestId, address));
       } catch (err) {
         // Headers Node will not send on (e.g. invalid characters): the answer is unusable, not fatal.
         proxyRes.destroy();

@@ -153,6 +153,7 @@ describe('upstream answers', () => {
         location: next,
         refresh: `0; url=${next}`,
         link: `<${next}>; rel="next"`,
+        'x-backend': new URL(UPSTREAM).host,
         'content-type': 'text/html; charset=utf-8',
       })
       .get(CSV)
@@ -168,6 +169,7 @@ describe('upstream answers', () => {
     expect(JSON.stringify(redirect.headers)).not.toContain(new URL(UPSTREAM).host);
     expect(redirect.headers.server).toBeUndefined();
     expect(redirect.headers['x-powered-by']).toBeUndefined();
+    expect(redirect.headers['x-backend']).toBeUndefined();
     // Elsewhere (a storage URL): passed as it is.
     expect((await get(CSV)).headers.location).toBe('https://storage.example/eod/abc.csv?sig=1');
   });

@@ -1,4 +1,4 @@
-import { buildClientHeaders, buildUpstreamHeaders } from '../../../src/proxy/forward-headers.js';
+import { buildClientHeaders, buildUpstreamHeaders, upstreamAddress } from '../../../src/proxy/forward-headers.js';
 
 describe('buildUpstreamHeaders', () => {
   it('drops every client spelling of the identity header and sets it once from the key', () => {
@@ -95,7 +95,7 @@ describe('buildUpstreamHeaders', () => {
 });
 
 describe('buildClientHeaders', () => {
-  const ORIGIN = 'http://10.0.0.5:8080';
+  const ORIGIN = upstreamAddress('http://10.0.0.5:8080');
 
   it('passes upstream headers except hop-by-hop, Connection-nominated, banner ones and cookies', () => {
     expect(
@@ -133,10 +133,17 @@ describe('buildClientHeaders', () => {
     // The upstream's host on another port or scheme: still its address, not passed.
     ['http://10.0.0.5:80800/a', undefined],
     ['https://10.0.0.5:8080/a', undefined],
-    // Another host that merely begins like it, and URLs elsewhere: passed as they are.
-    ['http://10.0.0.5:8080.evil.example/a', 'http://10.0.0.5:8080.evil.example/a'],
+    // Forms a URL parser still reads as the upstream's, left as they are: not passed.
+    ['http:/\t/10.0.0.5:8080/x', undefined],
+    ['http:10.0.0.5:8080/x', undefined],
+    // The upstream named anywhere else in it, percent-encoded too: not passed.
+    ['/login?next=http://10.0.0.5:8080/v1/x', undefined],
+    ['https://storage.example/x?back=http://10.0.0.5:8080/y', undefined],
+    ['https://sso.example/login?service=http%3A%2F%2F10.0.0.5%3A8080%2Fcb', undefined],
+    // Other hosts that merely begin like it, and URLs elsewhere: passed as they are.
+    ['http://10.0.0.50:8080/a', 'http://10.0.0.50:8080/a'],
+    ['http://10.0.0.5.nip.io/a', 'http://10.0.0.5.nip.io/a'],
     ['https://storage.example/eod/abc.csv', 'https://storage.example/eod/abc.csv'],
-    ['https://storage.example/x?back=http://10.0.0.5:8080/y', 'https://storage.example/x?back=http://10.0.0.5:8080/y'],
     ['/already/relative', '/already/relative'],
     // Scheme-relative, on the upstream's authority.
     ['//10.0.0.5:8080/v1/x', '/v1/x'],
@@ -161,30 +168,42 @@ describe('buildClientHeaders', () => {
     });
     expect(buildClientHeaders(200, { refresh: '5;URL=\'http://10.0.0.5:8080/b\'' }, 'r', ORIGIN).refresh).toBe('5;URL=\'/b\'');
     expect(buildClientHeaders(200, { refresh: '5' }, 'r', ORIGIN).refresh).toBe('5');
-    expect(buildClientHeaders(200, { refresh: '1; url=http://10.0.0.5:8080.evil.example/' }, 'r', ORIGIN).refresh).toBe('1; url=http://10.0.0.5:8080.evil.example/');
+    expect(buildClientHeaders(200, { refresh: '1; url=http://10.0.0.50:8080/' }, 'r', ORIGIN).refresh).toBe('1; url=http://10.0.0.50:8080/');
   });
 
-  it('drops any other header that names the upstream\'s host, and only that host', () => {
+  it('drops any other header that names the upstream\'s host, with or without a scheme or port, and only that host', () => {
     expect(
       buildClientHeaders(401, {
         'www-authenticate': 'Bearer realm="http://10.0.0.5:8080/auth"',
         'access-control-allow-origin': 'http://10.0.0.5:8080',
         'content-security-policy': "default-src 'self'; report-uri //10.0.0.5:9999/csp",
-        'x-note': 'see https://docs.example/10.0.0.5', // the address, but not as a URL's host
+        'x-backend': '10.0.0.5:8080',
+        'x-served-by': '10.0.0.5',
+        'proxy-authenticate': 'Basic realm="10.0.0.5:8080"',
+        'alt-svc': 'h2="10.0.0.5:8443"',
+        'x-trace': 'upstream=10.0.0.5.', // a trailing dot is the same name
+        'x-escaped': 'from=10%2E0%2E0%2E5',
+        'x-note': 'see https://docs.example/10.0.0.50 and 110.0.0.5', // other addresses
         'content-type': 'application/json',
       }, 'r', ORIGIN),
-    ).toEqual({ 'x-note': 'see https://docs.example/10.0.0.5', 'content-type': 'application/json', 'x-request-id': 'r' });
+    ).toEqual({ 'x-note': 'see https://docs.example/10.0.0.50 and 110.0.0.5', 'content-type': 'application/json', 'x-request-id': 'r' });
     // An upstream named `legacy` (default port): its own URLs with the port written out are made
-    // relative; a storage host whose name begins with "legacy" is another host.
-    expect(buildClientHeaders(302, { location: 'http://legacy:80/v1/x', link: '<https://legacy-files.example.com/s.csv>; rel="alternate"' }, 'r', 'http://legacy')).toEqual({
+    // relative; hosts whose names begin or end with "legacy" are others.
+    const legacy = upstreamAddress('http://legacy');
+    expect(buildClientHeaders(302, { location: 'http://legacy:80/v1/x', link: '<https://legacy-files.example.com/s.csv>; rel="alternate"', 'x-other': 'legacy.example.com, old.legacy' }, 'r', legacy)).toEqual({
       location: '/v1/x',
       link: '<https://legacy-files.example.com/s.csv>; rel="alternate"',
+      'x-other': 'legacy.example.com, old.legacy',
       'content-length': '0',
       'x-request-id': 'r',
     });
+    expect(buildClientHeaders(200, { 'x-backend': 'LEGACY:80' }, 'r', legacy)).toEqual({ 'x-request-id': 'r' });
+    // An IPv6 upstream is searched for as it is written in prose and in URLs.
+    const v6 = upstreamAddress('http://[fd00::5]:8080');
+    expect(buildClientHeaders(200, { 'x-a': '[fd00::5]:8080', 'x-b': 'fd00::5', 'x-c': 'fd00::50' }, 'r', v6)).toEqual({ 'x-c': 'fd00::50', 'x-request-id': 'r' });
   });
 
-  it('drops a Content-Location, Refresh or Link that still names the upstream once rewritten; a Location only for its own host', () => {
+  it('drops a Content-Location, Refresh, Link or Location that still names the upstream once rewritten', () => {
     const headers = buildClientHeaders(302, {
       // Sent twice: Node joins the two, and only the first can be made relative.
       'content-location': '/a, http://10.0.0.5:8080/b',
@@ -192,7 +211,7 @@ describe('buildClientHeaders', () => {
       link: '</a>; rel="next"; anchor="http://10.0.0.5:8080/anchor"',
       location: 'https://storage.example/x?back=http://10.0.0.5:8080/y',
     }, 'r', ORIGIN);
-    expect(headers).toEqual({ location: 'https://storage.example/x?back=http://10.0.0.5:8080/y', 'content-length': '0', 'x-request-id': 'r' });
+    expect(headers).toEqual({ 'content-length': '0', 'x-request-id': 'r' });
   });
 
   it.each([300, 301, 302, 303, 307, 308])('a %i answers without a body: its length is 0 and its content headers go', (status) => {
