@@ -27,18 +27,22 @@ const recordSchema = z.strictObject({
   disabled_at: z.string().nullable(),
 });
 
-function parseRecord(raw: string | null): ApiKeyRecord | null {
+/** `name`: the record's Redis key as messages give it (RedisKeyStore.#recordName). */
+function parseRecord(raw: string | null, name: string): ApiKeyRecord | null {
   if (raw === null) return null;
   let value: unknown;
   try {
     value = JSON.parse(raw);
   } catch {
-    throw new CorruptKeyRecordError('key record is not JSON');
+    throw new CorruptKeyRecordError(`${name}: key record is not JSON`);
   }
   const parsed = recordSchema.safeParse(value);
-  if (!parsed.success) throw new CorruptKeyRecordError('key record has an unexpected shape');
+  if (!parsed.success) throw new CorruptKeyRecordError(`${name}: key record has an unexpected shape`);
   return parsed.data;
 }
+
+/** What an id maps to: the name of its key record, the SHA-256 of the key (64 lower-case hex digits). */
+const KEY_HASH = /^[0-9a-f]{64}$/;
 
 export interface RedisKeyStoreOptions {
   readonly url: string;
@@ -146,14 +150,32 @@ export class RedisKeyStore implements KeyStore {
     if (this.#client.status === 'wait') await this.#client.connect();
   }
 
-  /** A string value; one of another type (a hash, a list …) is CorruptKeyRecordError: Redis answered. */
-  async #getString(key: string): Promise<string | null> {
+  /**
+   * A string value; one of another type (a hash, a list …) is CorruptKeyRecordError: Redis answered.
+   * `name`: the key as the error gives it.
+   */
+  async #getString(key: string, name: string): Promise<string | null> {
     try {
       return await this.#client.get(key);
     } catch (err) {
-      if (err instanceof Error && err.message.startsWith('WRONGTYPE')) throw new CorruptKeyRecordError(`${key} is not a string value`);
+      if (err instanceof Error && err.message.startsWith('WRONGTYPE')) throw new CorruptKeyRecordError(`${name} is not a string value`);
       throw err;
     }
+  }
+
+  /**
+   * The key record an id maps to. A mapping that is no key hash (it was edited by hand: a raw key
+   * pasted there, a typo) is CorruptKeyRecordError, never a lookup: it would hide a working key from
+   * `show` and `list`, and put whatever it holds into a Redis key name and an error message.
+   */
+  async #hashOf(id: string): Promise<string | null> {
+    const hash = await this.#getString(this.#idKey(id), this.#idKey(id));
+    if (hash !== null && !KEY_HASH.test(hash)) throw this.#notAHash(id);
+    return hash;
+  }
+
+  #notAHash(id: string): CorruptKeyRecordError {
+    return new CorruptKeyRecordError(`${this.#idKey(id)} does not hold a key hash`);
   }
 
   /** Whether a key that MGET answered nil for holds a value of another type (nil too), rather than none. */
@@ -162,11 +184,12 @@ export class RedisKeyStore implements KeyStore {
   }
 
   async findByHash(keyHash: string): Promise<ApiKeyRecord | null> {
-    return parseRecord(await this.#getString(this.#recordKey(keyHash)));
+    const name = this.#recordName(keyHash);
+    return parseRecord(await this.#getString(this.#recordKey(keyHash), name), name);
   }
 
   async findById(id: string): Promise<ApiKeyRecord | null> {
-    const hash = await this.#getString(this.#idKey(id));
+    const hash = await this.#hashOf(id);
     return hash === null ? null : this.findByHash(hash);
   }
 
@@ -175,10 +198,12 @@ export class RedisKeyStore implements KeyStore {
     if (ids.length === 0) return [];
     const hashes = await this.#client.mget(ids.map((id) => this.#idKey(id)));
     const present: string[] = [];
+    // An id whose mapping is of another type, or no key hash, would hide a working key from every listing.
     for (const [i, hash] of hashes.entries()) {
-      if (hash !== null) present.push(hash);
-      // An id whose mapping is of another type would hide a working key from every listing.
-      else if (await this.#holdsAnotherType(this.#idKey(ids[i]!))) onCorrupt?.(`id ${ids[i]}`, new CorruptKeyRecordError(`${this.#idKey(ids[i]!)} is not a string value`));
+      const id = ids[i]!;
+      if (hash !== null && KEY_HASH.test(hash)) present.push(hash);
+      else if (hash !== null) onCorrupt?.(`id ${id}`, this.#notAHash(id));
+      else if (await this.#holdsAnotherType(this.#idKey(id))) onCorrupt?.(`id ${id}`, new CorruptKeyRecordError(`${this.#idKey(id)} is not a string value`));
     }
     if (present.length === 0) return [];
     const raws = await this.#client.mget(present.map((h) => this.#recordKey(h)));
@@ -188,9 +213,9 @@ export class RedisKeyStore implements KeyStore {
       try {
         // MGET gives nil for a value that is not a string: missing (a key being created), or of another type.
         if (raw === null && (await this.#holdsAnotherType(this.#recordKey(present[i]!)))) {
-          throw new CorruptKeyRecordError(`${this.#recordKey(present[i]!)} is not a string value`);
+          throw new CorruptKeyRecordError(`${this.#recordName(present[i]!)} is not a string value`);
         }
-        record = parseRecord(raw);
+        record = parseRecord(raw, this.#recordName(present[i]!));
       } catch (err) {
         // One bad record must not hide the others; the caller decides what to make of it.
         onCorrupt?.(`sha256 ${present[i]!.slice(0, 12)}…`, err as Error);
@@ -241,13 +266,13 @@ export class RedisKeyStore implements KeyStore {
    */
   async #modify(id: string, change: (current: ApiKeyRecord) => ApiKeyRecord | null): Promise<ApiKeyRecord> {
     for (let attempt = 0; attempt < MAX_OPTIMISTIC_RETRIES; attempt++) {
-      const hash = await this.#getString(this.#idKey(id));
+      const hash = await this.#hashOf(id);
       if (hash === null) throw new KeyNotFoundError(id);
       const recordKey = this.#recordKey(hash);
       await this.#client.watch(recordKey);
       let current: ApiKeyRecord | null;
       try {
-        current = parseRecord(await this.#getString(recordKey));
+        current = parseRecord(await this.#getString(recordKey, this.#recordName(hash)), this.#recordName(hash));
       } catch (err) {
         await this.#client.unwatch();
         throw err;
@@ -304,6 +329,14 @@ export class RedisKeyStore implements KeyStore {
 
   #recordKey(hash: string): string {
     return `${this.#prefix}key:${hash}`;
+  }
+
+  /**
+   * A record's Redis key as errors and logs give it: the hash cut to 12 digits, as `keys list`
+   * gives it, since the whole hash is the key's fingerprint (`redis-cli --scan --pattern` finds it).
+   */
+  #recordName(hash: string): string {
+    return `${this.#prefix}key:${hash.slice(0, 12)}…`;
   }
 
   #idKey(id: string): string {

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { runCli, startServe } from '../helpers/cli.js';
 import { waitFor } from '../helpers/wait.js';
@@ -125,6 +126,22 @@ describe('keys show, update, disable, list', () => {
     expect((await runCli(['keys', 'list'], listEnv)).stderr).toMatch(/could not be read \(.*id key_hashed/);
     const show = await runCli(['keys', 'show', 'key_hashed'], listEnv);
     expect([show.code, show.stderr]).toEqual([1, `acquirer-gateway: cannot read the key in Redis: ${redis.prefix}list:id:key_hashed is not a string value; repair or delete that value\n`]);
+    // A mapping that holds no key hash (the raw key, pasted there by hand): reported, and never repeated.
+    const pasted = JSON.parse((await runCli(['keys', 'create', '--acquirer', 'acq_8', '--permissions', 'eod_list'], listEnv)).stdout);
+    await redis.client.set(`${redis.prefix}list:id:${pasted.id}`, pasted.key);
+    const listed = await runCli(['keys', 'list'], listEnv);
+    expect(listed.stderr).toMatch(new RegExp(`could not be read \\(.*id ${pasted.id}`));
+    for (const args of [['show', pasted.id], ['disable', pasted.id], ['update', pasted.id, '--permissions', 'eod_read']]) {
+      const refused = await runCli(['keys', ...args], listEnv);
+      expect([refused.code, refused.stderr]).toEqual([1, `acquirer-gateway: cannot read the key in Redis: ${redis.prefix}list:id:${pasted.id} does not hold a key hash; repair or delete that value\n`]);
+    }
+    expect(listed.stdout + listed.stderr).not.toContain(pasted.key);
+    // A record of another type is named by its hash cut to 12 digits: the whole hash is the key's fingerprint.
+    const hash = createHash('sha256').update(good.key).digest('hex');
+    await redis.client.del(`${redis.prefix}list:key:${hash}`);
+    await redis.client.hset(`${redis.prefix}list:key:${hash}`, 'a', 'b');
+    const showGood = await runCli(['keys', 'show', good.id], listEnv);
+    expect([showGood.code, showGood.stderr]).toEqual([1, `acquirer-gateway: cannot read the key in Redis: ${redis.prefix}list:key:${hash.slice(0, 12)}… is not a string value; repair or delete that value\n`]);
   });
 
   it('fails with exit 1, without a password, when Redis cannot be reached', async () => {

@@ -64,7 +64,14 @@ it('one key whose record is not a record: that key gets 503, and the gateway sta
     expect([ready.status, JSON.parse(ready.body.toString()).checks.key_store]).toEqual([200, 'ok']);
     expect((await request(real.adminUrl, '/metrics')).body.toString()).toMatch(/^acquirer_gateway_key_store_up 1$/m);
     expect((await request(real.url, '/v1/acquirer/eod_statements', bearer(sound))).status).toBe(200);
+    // The log names each bad record by its hash cut to 12 digits: the whole hash is the key's fingerprint.
+    // (Lines reach stdout within 200 ms of being written.)
+    for (const bad of [key, wrongType]) {
+      await waitFor(() => real.logLines.some((l) => l.includes(`${redis.prefix}key:${hashKey(bad).slice(0, 12)}…`)), { what: "the bad record's log line" });
+      expect(real.logLines.join('\n')).not.toContain(hashKey(bad));
+    }
   } finally {
     await real.stop();
   }
+
 });
