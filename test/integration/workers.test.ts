@@ -17,6 +17,17 @@ import { waitFor } from '../helpers/wait.js';
 const LIST = '/v1/acquirer/eod_statements';
 const PERMISSIONS = '/v1/acquirer/api_keys/permissions';
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+const SHIPPED_POLICY = readFileSync('policies/acquirer-api.yaml', 'utf8');
+
+/** A temporary directory for one test, removed after it. */
+const dirs: string[] = [];
+const tempDir = () => {
+  dirs.push(mkdtempSync(path.join(os.tmpdir(), 'gw-workers-')));
+  return dirs.at(-1)!;
+};
+afterEach(() => {
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
 
 let redis: TestRedis;
 let upstream: RecordingUpstream;
@@ -176,14 +187,12 @@ describe('WORKERS=2', () => {
 
   it('reads the policy file in the primary alone: a worker replaced after a refused edit starts, and runs what its sibling runs', async () => {
     const { key } = await createKey(env, { acquirer: 'acq_workers', permissions: ['eod_list', 'eod_read'] });
-    const dir = mkdtempSync(path.join(os.tmpdir(), 'gw-workers-'));
-    const policyFile = path.join(dir, 'policy.yaml');
-    const good = readFileSync('policies/acquirer-api.yaml', 'utf8');
-    writeFileSync(policyFile, good);
+    const policyFile = path.join(tempDir(), 'policy.yaml');
+    writeFileSync(policyFile, SHIPPED_POLICY);
     const g = await startServe({ ...env, WORKERS: '2', POLICY_FILE: policyFile });
     try {
       const [victim] = workerPids(g) as [number, number];
-      writeFileSync(policyFile, good.replace('version: 1', 'version: 2'));
+      writeFileSync(policyFile, SHIPPED_POLICY.replace('version: 1', 'version: 2'));
       const refusals = () => logEntries(g).filter((e) => e.msg === 'policy reload refused; the running policy stays');
       await waitFor(() => refusals().length > 0, { timeoutMs: 10_000, what: 'the refusal' });
       process.kill(victim, 'SIGKILL');
@@ -197,18 +206,15 @@ describe('WORKERS=2', () => {
       expect(metric(metrics, 'acquirer_gateway_policy_reloads_total{result="failure"}')).toBe(1);
     } finally {
       expect(await g.stop()).toBe(0);
-      rmSync(dir, { recursive: true, force: true });
     }
   }, 30_000);
 
   it('runs one policy in every worker: a replacement after an edit not yet reloaded runs the accepted one, and a SIGHUP moves all', async () => {
     const { key } = await createKey(env, { acquirer: 'acq_workers', permissions: ['eod_list', 'eod_read'] });
-    const dir = mkdtempSync(path.join(os.tmpdir(), 'gw-workers-'));
-    const policyFile = path.join(dir, 'policy.yaml');
-    const good = readFileSync('policies/acquirer-api.yaml', 'utf8');
-    const withoutCatalogue = good.replace(/\n  - id: api_keys_permissions[\s\S]*$/, '\n');
-    expect(withoutCatalogue).not.toBe(good);
-    writeFileSync(policyFile, good);
+    const policyFile = path.join(tempDir(), 'policy.yaml');
+    const withoutCatalogue = SHIPPED_POLICY.replace(/\n  - id: api_keys_permissions[\s\S]*$/, '\n');
+    expect(withoutCatalogue).not.toBe(SHIPPED_POLICY);
+    writeFileSync(policyFile, SHIPPED_POLICY);
     const g = await startServe({ ...env, WORKERS: '2', POLICY_FILE: policyFile, POLICY_WATCH: 'false' });
     const catalogue = async () => (await Promise.all(Array.from({ length: 10 }, () => request(g.url, PERMISSIONS, bearer(key))))).map((r) => r.status);
     try {
@@ -225,14 +231,12 @@ describe('WORKERS=2', () => {
       expect(metrics.match(/^acquirer_gateway_policy_info\{hash="[0-9a-f]{64}"\} 1$/gm)).toEqual([`acquirer_gateway_policy_info{hash="${sha256(withoutCatalogue)}"} 1`]);
     } finally {
       expect(await g.stop()).toBe(0);
-      rmSync(dir, { recursive: true, force: true });
     }
   }, 30_000);
 
   it('tries a replacement that cannot start again while the other worker serves, until it can', async () => {
     const { key } = await createKey(env, { acquirer: 'acq_workers', permissions: ['eod_list', 'eod_read'] });
-    const dir = mkdtempSync(path.join(os.tmpdir(), 'gw-workers-'));
-    const gate = path.join(dir, 'closed');
+    const gate = path.join(tempDir(), 'closed');
     const g = await startServe({ ...env, WORKERS: '2', WORKER_GATE: gate }, { script: 'test/fixtures/gated-serve.mjs' });
     try {
       const [victim, survivor] = workerPids(g) as [number, number];
@@ -252,7 +256,6 @@ describe('WORKERS=2', () => {
       expect(await burst(g, key, 10)).toEqual(Array(10).fill(200));
     } finally {
       expect(await g.stop()).toBe(0);
-      rmSync(dir, { recursive: true, force: true });
     }
   }, 60_000);
 
