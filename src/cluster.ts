@@ -26,7 +26,15 @@ type Message =
   | { readonly tag: typeof TAG; readonly type: 'shutdown' | 'get-policy' }
   | { readonly tag: typeof TAG; readonly type: 'policy'; readonly file: string; readonly source: string }
   | { readonly tag: typeof TAG; readonly type: 'readiness' | 'metrics'; readonly id: number }
-  | { readonly tag: typeof TAG; readonly type: 'answer'; readonly id: number; readonly readiness?: ReadinessCheck; readonly metrics?: WorkerMetrics };
+  | {
+      readonly tag: typeof TAG;
+      readonly type: 'answer';
+      readonly id: number;
+      /** With `readiness`: the hash of the policy the worker runs. */
+      readonly policy?: string;
+      readonly readiness?: ReadinessCheck;
+      readonly metrics?: WorkerMetrics;
+    };
 
 const TAG = 'acquirer-gateway';
 const isMessage = (m: unknown): m is Message => typeof m === 'object' && m !== null && (m as { tag?: unknown }).tag === TAG;
@@ -63,7 +71,9 @@ export function policyFromPrimary(): Promise<CompiledPolicy> {
     };
     process.on('message', onMessage);
     process.on('disconnect', onDisconnect);
-    process.send!({ tag: TAG, type: 'get-policy' } satisfies Message);
+    if (!process.connected) return onDisconnect();
+    // A primary that dies just now: the channel's error comes here, and 'disconnect' follows.
+    process.send!({ tag: TAG, type: 'get-policy' } satisfies Message, undefined, {}, () => {});
   });
 }
 
@@ -81,17 +91,21 @@ export function serveAsWorker(gateway: RunningGateway, logger: Logger): void {
     if (process.connected) process.send!(message);
   };
   const usePolicyGiven = (message: Message & { type: 'policy' }) => {
+    const from = gateway.policy.contentHash;
     try {
       gateway.usePolicy(compileGiven(message));
     } catch (err) {
-      logger.error({ err }, "the primary's policy could not be compiled here; the running policy stays");
+      // The primary's readiness then says `policy: not_loaded` (this worker runs another policy).
+      logger.error({ err, running: from }, "the primary's policy could not be compiled here; the running policy stays");
+      return;
     }
+    logger.info({ from, to: gateway.policy.contentHash }, 'policy applied');
   };
   process.on('message', (message: unknown) => {
     if (!isMessage(message)) return;
     if (message.type === 'shutdown') stop();
     else if (message.type === 'policy') usePolicyGiven(message);
-    else if (message.type === 'readiness') send({ tag: TAG, type: 'answer', id: message.id, readiness: gateway.readiness() });
+    else if (message.type === 'readiness') send({ tag: TAG, type: 'answer', id: message.id, readiness: gateway.readiness(), policy: gateway.policy.contentHash });
     else if (message.type === 'metrics') {
       void gateway.metrics.registry.getMetricsAsJSON().then((metrics) => send({ tag: TAG, type: 'answer', id: message.id, metrics }));
     }
@@ -154,9 +168,12 @@ export async function runPrimary(config: Config, logger: Logger, startUp: StartU
   };
 
   const readiness = async (): Promise<ReadinessCheck> => {
-    const all = (await askAll('readiness')).flatMap(({ answer }) => (answer === null ? [] : [answer.readiness!]));
+    const answers = (await askAll('readiness')).flatMap(({ answer }) => (answer === null ? [] : [answer]));
+    const all = answers.map((answer) => answer.readiness!);
+    // Each worker must run the policy accepted last: one that could not take it serves another.
+    const accepted = policyFile.accepted.policy.contentHash;
     return {
-      policy: all.every((c) => c.policy === 'ok') ? 'ok' : 'not_loaded',
+      policy: all.every((c) => c.policy === 'ok') && answers.every((answer) => answer.policy === accepted) ? 'ok' : 'not_loaded',
       key_store: all.every((c) => c.key_store === 'ok') ? 'ok' : 'unavailable',
       shutdown: phase === 'stopping' ? 'in_progress' : 'no',
       workers: all.length === config.workers && all.every(isReady) ? 'ok' : 'missing',

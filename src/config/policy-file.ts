@@ -1,4 +1,5 @@
 import { watch, type FSWatcher } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Counter } from 'prom-client';
 import type { Logger } from '../logger.js';
@@ -31,7 +32,8 @@ export class PolicyFile {
   #watcher: FSWatcher | undefined;
   #debounce: NodeJS.Timeout | undefined;
   #reloading: Promise<ReloadResult> | undefined;
-  #again = false;
+  /** What asked for a reload while one ran: it runs once more after it, for the last asker. */
+  #again: 'signal' | 'file' | undefined;
 
   constructor(file: string, initial: LoadedPolicy, options: PolicyFileOptions) {
     this.#file = file;
@@ -46,20 +48,23 @@ export class PolicyFile {
   /** Reads the file again; concurrent calls share one read, and a call during a read runs once more after it. */
   reload(trigger: 'signal' | 'file'): Promise<ReloadResult> {
     if (this.#reloading !== undefined) {
-      this.#again = true;
+      this.#again = trigger;
       return this.#reloading;
     }
     this.#reloading = this.#load(trigger).finally(() => {
       this.#reloading = undefined;
-      if (this.#again) {
-        this.#again = false;
-        void this.reload(trigger);
-      }
+      const again = this.#again;
+      this.#again = undefined;
+      if (again !== undefined) void this.reload(again);
     });
     return this.#reloading;
   }
 
-  /** Reloads when the file changes. The directory is watched, so a file replaced by rename is seen too. */
+  /**
+   * Reloads when the file changes. The directory is watched, so a file replaced by rename is seen
+   * too. An edit made between the read the accepted policy came from and now raised no event: the
+   * file is read once more, and reloaded if it differs.
+   */
   watch(): void {
     const dir = path.dirname(this.#file);
     const base = path.basename(this.#file);
@@ -69,6 +74,12 @@ export class PolicyFile {
       this.#debounce = setTimeout(() => void this.reload('file'), WATCH_DEBOUNCE_MS);
     });
     this.#watcher.on('error', (err) => this.#options.logger.error({ err, file: this.#file }, 'policy file watch failed; reload with SIGHUP'));
+    readFile(this.#file, 'utf8').then(
+      (source) => {
+        if (source !== this.#accepted.source) void this.reload('file');
+      },
+      () => void this.reload('file'), // gone or unreadable: the reload says so
+    );
   }
 
   close(): void {

@@ -1,5 +1,6 @@
 import { loadConfig } from '../config/env.js';
 import { loadPolicyOrThrow } from '../config/load-policy.js';
+import { PolicyFile } from '../config/policy-file.js';
 import { generateKey, generateKeyId, hashKey } from '../keys/api-key.js';
 import { MemoryKeyStore } from '../keys/memory-key-store.js';
 import { createLogger } from '../logger.js';
@@ -34,9 +35,12 @@ async function main(): Promise<void> {
   }
 
   const config = loadConfig({ LOG_LEVEL: 'warn', ADMIN_PORT: '0', ...process.env, UPSTREAM_URL: `http://127.0.0.1:${upstreamPort}` });
-  // Read once: the demo does not follow edits to the file (`serve` does).
-  const { policy } = await loadPolicyOrThrow(config.policyFile);
-  const gateway = await startGateway(config, { logger: createLogger(config.logLevel), policy, keyStore: store });
+  const logger = createLogger(config.logLevel);
+  const loaded = await loadPolicyOrThrow(config.policyFile);
+  const gateway = await startGateway(config, { logger, policy: loaded.policy, keyStore: store });
+  // Edits to the policy file apply as they do under `serve` (POLICY_WATCH).
+  const policyFile = new PolicyFile(config.policyFile, loaded, { logger, reloads: gateway.metrics.policyReloads, onAccepted: (next) => gateway.usePolicy(next.policy) });
+  if (config.policyWatch) policyFile.watch();
   const base = `http://127.0.0.1:${gateway.port}`;
   const alpha = keys.get('acq_alpha')!;
   const beta = keys.get('acq_beta')!;
@@ -70,6 +74,7 @@ curl -si ${base}/v1/acquirer/eod_statements
   const stop = () => {
     if (stopping) process.exit(1);
     stopping = true;
+    policyFile.close();
     upstream.closeAllConnections();
     Promise.all([gateway.shutdown(), new Promise((resolve) => upstream.close(resolve))]).then(() => process.exit(0));
   };

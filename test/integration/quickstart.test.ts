@@ -1,4 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { request } from '../helpers/http.js';
 import { waitFor } from '../helpers/wait.js';
@@ -6,10 +8,14 @@ import { waitFor } from '../helpers/wait.js';
 /** `npm start` as a newcomer meets it: no outside service, and every printed curl command answers as described. */
 let child: ChildProcess;
 let output = '';
+/** A copy of the shipped policy, which one test edits. */
+const dir = mkdtempSync(path.join(os.tmpdir(), 'gw-quickstart-'));
+const policyFile = path.join(dir, 'policy.yaml');
 
 beforeAll(async () => {
+  copyFileSync('policies/acquirer-api.yaml', policyFile);
   child = spawn(process.execPath, [path.resolve('dist/demo/quickstart.js')], {
-    env: { PATH: process.env.PATH, PORT: '0', REDIS_URL: 'redis://127.0.0.1:1' }, // proves Redis is not used
+    env: { PATH: process.env.PATH, PORT: '0', REDIS_URL: 'redis://127.0.0.1:1', POLICY_FILE: policyFile }, // proves Redis is not used
   });
   child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
@@ -25,6 +31,7 @@ afterAll(async () => {
     child.kill('SIGINT');
     await exited;
   }
+  rmSync(dir, { recursive: true, force: true });
 });
 
 /** The printed commands, as [url, authorization header or undefined]. */
@@ -55,6 +62,15 @@ it('prints six commands that answer 200, 200, 200, 200, 404, 401', async () => {
   expect(JSON.parse(results[3]!.body.toString()).permissions).toHaveLength(21);
   expect(results[4]!.body.toString()).toBe('{"message":"Not found"}');
   expect(results[5]!.body.toString()).toBe('{"message":"Invalid authentication information"}');
+});
+
+it('follows edits to its policy file, as serve does', async () => {
+  const [url, auth] = commands()[3]!; // the catalogue
+  const u = new URL(url);
+  const catalogue = async () => (await request(u.origin, u.pathname, { authorization: auth! })).status;
+  expect(await catalogue()).toBe(200);
+  writeFileSync(policyFile, readFileSync(policyFile, 'utf8').replace(/\n  - id: api_keys_permissions[\s\S]*$/, '\n'));
+  await waitFor(async () => (await catalogue()) === 404, { what: 'the edit to apply' });
 });
 
 it('stops everything on Ctrl-C (SIGINT) with exit code 0', async () => {

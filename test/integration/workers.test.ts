@@ -234,6 +234,89 @@ describe('WORKERS=2', () => {
     }
   }, 30_000);
 
+  /** The lines of `policy_info` in a /metrics text: one per hash some process runs. */
+  const policyInfo = (text: string) => text.split('\n').filter((l) => l.startsWith('acquirer_gateway_policy_info{'));
+
+  /**
+   * Loaded in every process: in the one that reads the policy file (the single process, or the
+   * primary), the file is edited right after its first read returns: before the file is watched.
+   */
+  const EDIT_AFTER_FIRST_READ = `--import=data:text/javascript,${encodeURIComponent(`import cluster from 'node:cluster';
+import fs from 'node:fs';
+import { syncBuiltinESMExports } from 'node:module';
+if (cluster.isPrimary) {
+  const readFile = fs.promises.readFile;
+  let first = true;
+  fs.promises.readFile = async function (file, ...rest) {
+    const text = await readFile.call(this, file, ...rest);
+    if (first && String(file) === process.env.POLICY_FILE) {
+      first = false;
+      fs.writeFileSync(file, text + '\\n# edited just after the start-up read\\n');
+    }
+    return text;
+  };
+  syncBuiltinESMExports();
+}`)}`;
+
+  it.each(['1', '2'])('WORKERS=%s: an edit between the start-up read and the watch is not lost', async (workers) => {
+    const policyFile = path.join(tempDir(), 'policy.yaml');
+    writeFileSync(policyFile, SHIPPED_POLICY);
+    const g = await startServe({ ...env, WORKERS: workers, POLICY_FILE: policyFile, NODE_OPTIONS: EDIT_AFTER_FIRST_READ });
+    try {
+      const edited = readFileSync(policyFile, 'utf8');
+      expect(edited).not.toBe(SHIPPED_POLICY);
+      const metrics = await waitFor(
+        async () => {
+          const text = (await request(g.adminUrl, '/metrics')).body.toString();
+          return policyInfo(text).join() === `acquirer_gateway_policy_info{hash="${sha256(edited)}"} 1` ? text : undefined;
+        },
+        { what: 'the edited policy to run' },
+      );
+      expect(metric(metrics, 'acquirer_gateway_policy_reloads_total{result="success"}')).toBe(1);
+    } finally {
+      expect(await g.stop()).toBe(0);
+    }
+  }, 30_000);
+
+  /** Loaded in every process: the first worker forked corrupts each policy the primary sends it after the first. */
+  const FIRST_WORKER_CORRUPTS_UPDATES = `--import=data:text/javascript,${encodeURIComponent(`import cluster from 'node:cluster';
+if (cluster.isWorker && cluster.worker.id === 1) {
+  const emit = process.emit;
+  let seen = 0;
+  process.emit = function (event, message, ...rest) {
+    if (event === 'message' && message && message.type === 'policy' && ++seen > 1) message = { ...message, source: 'routes: [' };
+    return emit.call(this, event, message, ...rest);
+  };
+}`)}`;
+
+  it('is not ready while a worker runs a policy other than the one accepted last', async () => {
+    const policyFile = path.join(tempDir(), 'policy.yaml');
+    writeFileSync(policyFile, SHIPPED_POLICY);
+    const g = await startServe({ ...env, WORKERS: '2', POLICY_FILE: policyFile, NODE_OPTIONS: FIRST_WORKER_CORRUPTS_UPDATES });
+    try {
+      expect((await request(g.adminUrl, '/readyz')).status).toBe(200);
+      const changed = `${SHIPPED_POLICY}\n# changed\n`;
+      writeFileSync(policyFile, changed);
+      const failed = await waitFor(() => logEntries(g).find((e) => e.msg === "the primary's policy could not be compiled here; the running policy stays"), { what: "the worker's refusal" });
+      expect(failed).toMatchObject({ level: 50, running: sha256(SHIPPED_POLICY) });
+      const ready = await waitFor(
+        async () => {
+          const answer = await request(g.adminUrl, '/readyz');
+          return answer.status === 503 ? JSON.parse(answer.body.toString()) : undefined;
+        },
+        { what: 'readiness to drop' },
+      );
+      expect(ready.checks).toMatchObject({ policy: 'not_loaded', workers: 'ok' });
+      // The other worker applied it.
+      await waitFor(() => logEntries(g).some((e) => e.msg === 'policy applied' && e.to === sha256(changed)), { what: 'the other worker to apply it' });
+      expect(policyInfo((await request(g.adminUrl, '/metrics')).body.toString()).sort()).toEqual(
+        [`acquirer_gateway_policy_info{hash="${sha256(SHIPPED_POLICY)}"} 1`, `acquirer_gateway_policy_info{hash="${sha256(changed)}"} 1`].sort(),
+      );
+    } finally {
+      expect(await g.stop()).toBe(0);
+    }
+  }, 30_000);
+
   it('tries a replacement that cannot start again while the other worker serves, until it can', async () => {
     const { key } = await createKey(env, { acquirer: 'acq_workers', permissions: ['eod_list', 'eod_read'] });
     const gate = path.join(tempDir(), 'closed');
