@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { RequestHandler, Response } from 'express';
-import { ERROR_CODES } from '../errors/codes.js';
+import { ERROR_CODES, type DenialReason, type ErrorDefinition } from '../errors/codes.js';
 import type { Logger } from '../logger.js';
 import { addressText, peerAddress, resolveClientAddress } from '../net/client-address.js';
 import type { IpAddress, IpAllowlist } from '../net/ip-allowlist.js';
@@ -73,8 +73,7 @@ export function createRequestObserver({ policy, metrics, logger, trustedProxies 
         path: loggedPath(req.url),
         route: locals.route?.id ?? null,
         status,
-        // A response that never completed (client gone, upstream cut mid-body) is not an allow.
-        decision: definition?.reason ?? (res.writableFinished ? 'allowed' : 'aborted'),
+        decision: decisionOf(definition, locals.upstreamStatus, res.writableFinished),
         code: code ?? null,
         acquirer_id: locals.key?.acquirerId ?? null,
         key_id: locals.key?.id ?? null,
@@ -88,4 +87,15 @@ export function createRequestObserver({ policy, metrics, logger, trustedProxies 
     });
     next();
   };
+}
+
+/**
+ * What the access line says was decided. An upstream error status the gateway replaced is the
+ * upstream's refusal, not an allow (a 404 for another acquirer's statement); a response that never
+ * completed (client gone, upstream cut mid-body) is not an allow either.
+ */
+function decisionOf(definition: ErrorDefinition | undefined, upstreamStatus: number | undefined, completed: boolean): DenialReason | 'allowed' | 'aborted' {
+  if (definition !== undefined) return definition.reason;
+  if (upstreamStatus !== undefined) return 'upstream_status';
+  return completed ? 'allowed' : 'aborted';
 }

@@ -148,6 +148,9 @@ describe('metrics, health and readiness', () => {
     expect(metricValue(text, 'acquirer_gateway_denials_total', { reason: 'not_found' })).toBe(1);
     expect(metricValue(text, 'acquirer_gateway_denials_total', { reason: 'non_canonical_path' })).toBe(1);
     expect(metricValue(text, 'acquirer_gateway_upstream_status_mapped_total', { route: 'eod_statement_download_by_date', upstream_status: '404', status: '404' })).toBe(1);
+    // Its access line says the upstream refused it: the gateway allowed the request, the answer is no allow.
+    const mapped = await waitFor(() => g.logLines.map((l) => JSON.parse(l)).find((e) => e.msg === 'request' && e.route === 'eod_statement_download_by_date'), { what: 'the mapped access line' });
+    expect(mapped).toMatchObject({ status: 404, decision: 'upstream_status', code: null, upstream_status: 404, completed: true });
     expect(metricValue(text, 'acquirer_gateway_key_resolutions_total', { layer: 'redis', result: 'hit' })).toBe(1);
     expect(metricValue(text, 'acquirer_gateway_key_resolutions_total', { layer: 'memory', result: 'hit' })).toBeGreaterThanOrEqual(6);
     expect(metricValue(text, 'acquirer_gateway_key_resolutions_total', { layer: 'redis', result: 'miss' })).toBe(1);
