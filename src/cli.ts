@@ -13,9 +13,9 @@
 // the last two in NODE_OPTIONS); WORKERS inherit the primary's node flags.
 // Only these two are loaded before the command is known. Each command's modules are imported when it
 // runs: loading the gateway's (Express, ioredis, prom-client …) is most of `serve`'s start-up, and
-// its signal handling has to begin before that (start-up-signals.ts).
+// its signal handling has to begin before that (signals.ts).
 import { CommandError, PolicyInvalid, UsageError, wantsHelp } from './cli/usage-error.js';
-import { holdSignalsDuringStartUp } from './start-up-signals.js';
+import { holdSignalsDuringStartUp } from './signals.js';
 
 const USAGE = `usage: acquirer-gateway <command>
   serve              run the gateway (configuration from the environment or --flags; see README)

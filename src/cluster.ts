@@ -11,7 +11,7 @@ import { WorkerSums, type WorkerMetrics } from './observability/worker-sums.js';
 import type { CompiledPolicy } from './policy/compile.js';
 import { RestartPacer } from './restart-pacer.js';
 import type { RunningGateway } from './server.js';
-import type { StartUpSignals } from './start-up-signals.js';
+import { handleRunningSignals, type StartUpSignals } from './signals.js';
 
 /**
  * WORKERS above 1: one primary process and that many workers (node:cluster), all serving the one
@@ -311,21 +311,14 @@ export async function runPrimary(config: Config, logger: Logger, startUp: StartU
     });
   });
 
-  let signalled = false;
-  const onSignal = (signal: string) => {
-    if (signalled) {
-      logger.warn({ signal }, 'second signal: exiting now');
-      for (const worker of workers.keys()) worker.process.kill('SIGKILL');
-      process.exit(1);
-    }
-    signalled = true;
-    void stop(signal, 0);
-  };
-  const addSignalHandlers = () => {
-    process.on('SIGTERM', () => onSignal('SIGTERM'));
-    process.on('SIGINT', () => onSignal('SIGINT'));
-    process.on('SIGHUP', () => void policyFile.reload('signal'));
-  };
+  const addSignalHandlers = () =>
+    handleRunningSignals(logger, {
+      stop: (signal) => void stop(signal, 0),
+      stopNow: () => {
+        for (const worker of workers.keys()) worker.process.kill('SIGKILL');
+      },
+      reload: () => void policyFile.reload('signal'),
+    });
   // The file was read before this, and may have changed since the SIGHUP that says so.
   if (startUp.handOver(addSignalHandlers).reloadAsked) void policyFile.reload('signal');
   if (config.policyWatch) policyFile.watch();

@@ -121,7 +121,7 @@ type LineSink = { write(text: string): unknown; flush?(done: (err?: Error) => vo
  * and a full block is written with one system call (a write per line cost more than building the
  * line; gathered as strings and joined, the lines were copied three more times). The block is
  * written every 200 ms when traffic is too light to fill it, at exit, and on `flush()` (a process
- * about to end by a signal: start-up-signals.ts). A SIGKILL can lose what is still buffered: at most
+ * about to end by a signal: signals.ts). A SIGKILL can lose what is still buffered: at most
  * 200 ms of lines.
  */
 function bufferedStdout(): LineSink {

@@ -5,8 +5,8 @@ import { CONFIG_FIELDS, ConfigError, flagName, loadConfig, type Config } from '.
 import { loadPolicyOrThrow, PolicyLoadError } from '../config/load-policy.js';
 import { PolicyFile } from '../config/policy-file.js';
 import { createLogger, type Logger } from '../logger.js';
-import { startGateway, type RunningGateway } from '../server.js';
-import type { StartUpSignals } from '../start-up-signals.js';
+import { startGateway } from '../server.js';
+import { handleRunningSignals, type StartUpSignals } from '../signals.js';
 import { CommandError, UsageError } from './usage-error.js';
 
 const SERVE_FLAGS = Object.fromEntries(
@@ -73,7 +73,20 @@ export async function serveCommand(args: string[], startUp: StartUpSignals): Pro
   });
   if (config.policyWatch) policyFile.watch();
   // The file was read before this, and may have changed since the SIGHUP that says so.
-  if (startUp.handOver(() => handleSignals(gateway, policyFile, logger)).reloadAsked) void policyFile.reload('signal');
+  const running = {
+    stop: () => {
+      policyFile.close();
+      gateway.shutdown().then(
+        () => process.exit(0),
+        (err: unknown) => {
+          logger.error({ err }, 'shutdown failed');
+          process.exit(1);
+        },
+      );
+    },
+    reload: () => void policyFile.reload('signal'),
+  };
+  if (startUp.handOver(() => handleRunningSignals(logger, running)).reloadAsked) void policyFile.reload('signal');
 }
 
 /**
@@ -98,27 +111,3 @@ const listenError = (config: Config, portSettings: string) => (err: unknown) => 
   if (code === 'EACCES') throw new CommandError(`PORT: not allowed to listen on ${config.port}`);
   throw err;
 };
-
-/** A single process: SIGTERM or SIGINT drains and exits, a second one exits at once; SIGHUP reloads the policy. */
-function handleSignals(gateway: RunningGateway, policyFile: PolicyFile, logger: Logger): void {
-  let stopping = false;
-  const stop = (signal: string) => {
-    if (stopping) {
-      logger.warn({ signal }, 'second signal: exiting now');
-      process.exit(1);
-    }
-    stopping = true;
-    logger.info({ signal }, 'signal received');
-    policyFile.close();
-    gateway.shutdown().then(
-      () => process.exit(0),
-      (err: unknown) => {
-        logger.error({ err }, 'shutdown failed');
-        process.exit(1);
-      },
-    );
-  };
-  process.on('SIGTERM', () => stop('SIGTERM'));
-  process.on('SIGINT', () => stop('SIGINT'));
-  process.on('SIGHUP', () => void policyFile.reload('signal'));
-}

@@ -5,6 +5,7 @@ import { generateKey, generateKeyId, hashKey } from '../keys/api-key.js';
 import { MemoryKeyStore } from '../keys/memory-key-store.js';
 import { createLogger } from '../logger.js';
 import { startGateway } from '../server.js';
+import { handleRunningSignals } from '../signals.js';
 import { createSampleUpstream, listen, sampleStatements } from './sample-upstream.js';
 
 /**
@@ -70,16 +71,14 @@ curl -si ${base}/v1/acquirer/eod_statements/${alphaStatement.id}.csv -H 'Authori
 curl -si ${base}/v1/acquirer/eod_statements
 `);
 
-  let stopping = false;
-  const stop = () => {
-    if (stopping) process.exit(1);
-    stopping = true;
-    policyFile.close();
-    upstream.closeAllConnections();
-    Promise.all([gateway.shutdown(), new Promise((resolve) => upstream.close(resolve))]).then(() => process.exit(0));
-  };
-  process.on('SIGINT', stop);
-  process.on('SIGTERM', stop);
+  handleRunningSignals(logger, {
+    stop: () => {
+      policyFile.close();
+      upstream.closeAllConnections();
+      Promise.all([gateway.shutdown(), new Promise((resolve) => upstream.close(resolve))]).then(() => process.exit(0));
+    },
+    reload: () => void policyFile.reload('signal'),
+  });
 }
 
 main().catch((err: unknown) => {

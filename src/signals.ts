@@ -1,6 +1,7 @@
 import { constants } from 'node:os';
+import type { Logger } from './logger.js';
 
-/** Signals that end a process by default, and that `serve` answers with a drain once it is running. */
+/** Signals that end a process by default, and that a running gateway answers with a drain. */
 const ENDING = ['SIGTERM', 'SIGINT'] as const;
 
 export interface StartUpSignals {
@@ -57,4 +58,34 @@ export function holdSignalsDuringStartUp(): StartUpSignals {
       return { reloadAsked };
     },
   };
+}
+
+export interface RunningSignalActions {
+  /** The first SIGTERM or SIGINT: drain and exit. */
+  stop(signal: NodeJS.Signals): void;
+  /** A second one while stopping, just before the process exits with 1 (the cluster primary kills its workers). */
+  stopNow?(): void;
+  /** SIGHUP: read the policy file again. */
+  reload(): void;
+}
+
+/**
+ * The signals of a running gateway (one process, the cluster primary, the quickstart): SIGTERM or
+ * SIGINT drains, a second one exits at once (an operator who pressed Ctrl-C twice means it), and
+ * SIGHUP reloads the policy. A cluster worker has its own: the primary decides for it.
+ */
+export function handleRunningSignals(logger: Logger, actions: RunningSignalActions): void {
+  let stopping = false;
+  const onEnding = (signal: NodeJS.Signals) => {
+    if (stopping) {
+      logger.warn({ signal }, 'second signal: exiting now');
+      actions.stopNow?.();
+      process.exit(1);
+    }
+    stopping = true;
+    logger.info({ signal }, 'signal received');
+    actions.stop(signal);
+  };
+  for (const signal of ENDING) process.on(signal, onEnding);
+  process.on('SIGHUP', () => actions.reload());
 }
