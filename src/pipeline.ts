@@ -6,6 +6,7 @@ import { createDispatch } from './plugins/dispatch.js';
 import { createIpWhitelist } from './plugins/ip-whitelist.js';
 import { createPermissions } from './plugins/permissions.js';
 import { createRequestGuard } from './plugins/request-guard.js';
+import { createRequestShape } from './plugins/request-shape.js';
 import { createRouteMatch } from './plugins/route-match.js';
 
 export interface PipelineDeps {
@@ -16,8 +17,8 @@ export interface PipelineDeps {
 
 /**
  * The one ordered list of steps every request goes through. The order is the API's contract
- * (authenticate, client address, route, permission, serve or proxy), after a guard against
- * ambiguous framing; a unit test pins it.
+ * (authenticate, client address, route, permission, the route's query and body, serve or proxy),
+ * after a guard against ambiguous framing; a unit test pins it.
  */
 export function createPipeline(deps: PipelineDeps): RequestHandler[] {
   return [
@@ -26,6 +27,7 @@ export function createPipeline(deps: PipelineDeps): RequestHandler[] {
     createIpWhitelist(deps),
     createRouteMatch(),
     createPermissions(),
+    createRequestShape(),
     createDispatch(deps),
   ];
 }

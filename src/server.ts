@@ -102,7 +102,7 @@ export async function startGateway(config: Config, { logger, policy: initialPoli
       // route takes one: Node hands it over already ended, so the pipe httpxy makes from it to the
       // upstream request ends at once, without the stream's flow, 'end' event and unpipe. 9% of
       // the main thread's time per proxied request (bench/RESULTS.md, 2026-11-24). A request that
-      // declares a body is still read as a stream, and refused (routeMatch). Such a request reads as
+      // declares a body is still read as a stream, and refused (requestShape). Such a request reads as
       // destroyed from the start (`destroyed` true, `complete` false): nothing here looks at either,
       // and a client that goes away is seen through the response's 'close', never the request's.
       optimizeEmptyRequests: true,

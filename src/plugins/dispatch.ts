@@ -7,7 +7,7 @@ export interface DispatchDeps {
   readonly proxy: RequestHandler;
 }
 
-/** Step 5: answer from the policy when the route says so, otherwise proxy. */
+/** Step 6: answer from the policy when the route says so, otherwise proxy. */
 export function createDispatch({ proxy }: DispatchDeps): RequestHandler {
   return function dispatch(req, res, next) {
     if (res.locals.route!.serve === 'permission_catalogue') {

@@ -1,11 +1,10 @@
 import type { CompiledPolicy, CompiledRoute, QueryParam } from './compile.js';
 
 export type RouteMatch =
+  /** The route whose method and path these are. Whether it takes the query is judged apart (`queryAllowed`). */
   | { readonly kind: 'matched'; readonly route: CompiledRoute; readonly path: string; readonly query: string }
   | { readonly kind: 'non_canonical' }
-  | { readonly kind: 'not_found' }
-  /** The path is the route's, the query is not one it takes. */
-  | { readonly kind: 'query_not_allowed'; readonly route: CompiledRoute };
+  | { readonly kind: 'not_found' };
 
 /**
  * Characters allowed in a path segment: RFC 3986 unreserved plus sub-delims that carry no
@@ -46,20 +45,28 @@ export function matchRoute(policy: CompiledPolicy, method: string, target: strin
       if (validate !== undefined && !validate(match[i + 1]!)) valid = false;
     }
     if (!valid) continue;
-    if (route.query !== undefined && !queryAllowed(route.query, split.query)) return { kind: 'query_not_allowed', route };
     return { kind: 'matched', route, path: split.path, query: split.query };
   }
   return { kind: 'not_found' };
 }
 
 /**
- * Whether a raw query (`''` or `?…`) holds only parameters the route declares, each once, each
- * `name=value` with the value, as written (never decoded), of the declared type. So an upstream that
- * reads its query can only be told what the policy allows: no `acquirer_id` it might prefer to the
- * header, and no second `page` for a framework that reads the last where the gateway read the first.
+ * Whether the route takes a raw request-target's query (none, `?`, or `?…`). A route that declares
+ * its `query` takes only those parameters, each once, each `name=value` with the value, as written
+ * (never decoded), of the declared type. So an upstream that reads its query can only be told what
+ * the policy allows: no `acquirer_id` it might prefer to the header, and no second `page` for a
+ * framework that reads the last where the gateway read the first. A route without `query` takes any
+ * (the target's canonical form, checked by `matchRoute`, already keeps it to visible ASCII).
  */
-function queryAllowed(declared: ReadonlyMap<string, QueryParam>, query: string): boolean {
-  if (query.length <= 1) return true; // none, or a bare `?`
+export function queryAllowed(route: CompiledRoute, target: string): boolean {
+  const declared = route.query;
+  if (declared === undefined) return true;
+  const q = target.indexOf('?');
+  return q === -1 || declaredQueryAllowed(declared, target.slice(q));
+}
+
+function declaredQueryAllowed(declared: ReadonlyMap<string, QueryParam>, query: string): boolean {
+  if (query.length <= 1) return true; // a bare `?`
   const seen: string[] = [];
   for (const pair of query.slice(1).split('&')) {
     const eq = pair.indexOf('=');

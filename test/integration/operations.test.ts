@@ -124,6 +124,7 @@ describe('metrics, health and readiness', () => {
       [`${LIST}?page=2`, bearer(key), 200],
       [`/v1/acquirer/eod_statements/by_date/1999-01-01.csv`, bearer(key), 404], // the upstream has none
       [`${LIST}?acquirer_id=acq_2`, bearer(key), 400],
+      [LIST, { ...bearer(key), 'transfer-encoding': 'chunked' }, 400], // a body (empty, but declared) on a route that takes none
       [PERMISSIONS, bearer(key), 200],
       [LIST, {}, 401],
       [LIST, bearer(unknownKey), 401],
@@ -137,9 +138,9 @@ describe('metrics, health and readiness', () => {
     expect(requests({ route: 'eod_statements_list', method: 'GET', status: '200' })).toBe(3);
     expect(requests({ route: 'eod_statement_download_by_date', method: 'GET', status: '404' })).toBe(1);
     expect(requests({ route: 'api_keys_permissions', method: 'GET', status: '200' })).toBe(1);
-    // A query the route does not take: refused under the route it addressed.
-    expect(requests({ route: 'eod_statements_list', method: 'GET', status: '400' })).toBe(1);
-    expect(metricValue(text, 'acquirer_gateway_denials_total', { reason: 'bad_request' })).toBe(1);
+    // A query the route does not take, a body it does not take: refused under the route they addressed.
+    expect(requests({ route: 'eod_statements_list', method: 'GET', status: '400' })).toBe(2);
+    expect(metricValue(text, 'acquirer_gateway_denials_total', { reason: 'bad_request' })).toBe(2);
     expect(requests({ route: 'unmatched', method: 'GET', status: '401' })).toBe(3);
     expect(requests({ route: 'unmatched', method: 'GET', status: '404' })).toBe(2);
     expect(metricValue(text, 'acquirer_gateway_denials_total', { reason: 'missing_key' })).toBe(1);
@@ -155,7 +156,7 @@ describe('metrics, health and readiness', () => {
     expect(metricValue(text, 'acquirer_gateway_key_resolutions_total', { layer: 'memory', result: 'hit' })).toBeGreaterThanOrEqual(6);
     expect(metricValue(text, 'acquirer_gateway_key_resolutions_total', { layer: 'redis', result: 'miss' })).toBe(1);
     expect(metricValue(text, 'acquirer_gateway_key_resolutions_total', { layer: 'memory', result: 'negative_hit' })).toBe(1);
-    expect(metricValue(text, 'acquirer_gateway_request_duration_seconds_count', { route: 'eod_statements_list' })).toBe(4); // the 400 too
+    expect(metricValue(text, 'acquirer_gateway_request_duration_seconds_count', { route: 'eod_statements_list' })).toBe(5); // the 400s too
     expect(text).toMatch(/acquirer_gateway_request_duration_seconds_bucket\{le="0\.0005",route="eod_statements_list"\}/);
     expect(metricValue(text, 'acquirer_gateway_upstream_duration_seconds_count', { route: 'eod_statements_list' })).toBe(3);
     expect(metricValue(text, 'acquirer_gateway_key_store_up')).toBe(1);

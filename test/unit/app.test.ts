@@ -221,6 +221,21 @@ describe('refusals never reach the upstream', () => {
     expect(res.status).toBe(403);
     expect(res.text).toBe('{"message":"Unauthorized"}');
   });
+
+  // The API document: calling an endpoint without the required permission gives 403. What else is
+  // wrong with the call (a query the route does not take, a body) is judged only for a key that may call it.
+  it.each([
+    ['a query the route does not take', (k: string) => request(t.app).get(`${LIST}?acquirer_id=acq_2`).set('Authorization', `Bearer ${k}`)],
+    ['a body', (k: string) => request(t.app).get(LIST).set('Authorization', `Bearer ${k}`).set('Content-Type', 'text/plain').send('hello')],
+  ])('%s, from a key without the permission: 403, and 400 from one with it', async (_name, send) => {
+    const { key: listOnly } = await t.addKey({ permissions: ['eod_list'] });
+    const denied = await send(listOnly);
+    expect(denied.status).toBe(403);
+    expect(denied.text).toBe('{"message":"Unauthorized"}');
+    const refused = await send(key);
+    expect(refused.status).toBe(400);
+    expect(refused.text).toBe('{"message":"Bad request"}');
+  });
 });
 
 describe('the request id', () => {

@@ -5,6 +5,6 @@ import { createPipeline } from '../../src/pipeline.js';
 describe('the pipeline', () => {
   it('runs the steps in the order the API defines', () => {
     const steps = createPipeline({ resolver: new KeyResolver(new MemoryKeyStore()), trustedProxies: null, proxy: () => {} });
-    expect(steps.map((step) => step.name)).toEqual(['requestGuard', 'apiKeyAuth', 'ipWhitelist', 'routeMatch', 'permissions', 'dispatch']);
+    expect(steps.map((step) => step.name)).toEqual(['requestGuard', 'apiKeyAuth', 'ipWhitelist', 'routeMatch', 'permissions', 'requestShape', 'dispatch']);
   });
 });

@@ -1,4 +1,6 @@
-import { matchRoute } from '../../../src/policy/match-route.js';
+import { readFileSync } from 'node:fs';
+import { parsePolicy } from '../../../src/config/load-policy.js';
+import { matchRoute, queryAllowed } from '../../../src/policy/match-route.js';
 import type { CompiledPolicy } from '../../../src/policy/compile.js';
 import { shippedPolicy, STATEMENT_ID } from '../../helpers/policy.js';
 
@@ -16,8 +18,9 @@ describe('matchRoute with the shipped policy', () => {
   it.each([
     ['GET', '/v1/acquirer/eod_statements', 'eod_statements_list'],
     ['GET', '/v1/acquirer/eod_statements?page=2', 'eod_statements_list'],
-    ['GET', '/v1/acquirer/eod_statements?page=2&per_page=50', 'query_not_allowed'],
-    ['GET', `/v1/acquirer/eod_statements/${STATEMENT_ID}.csv?page=2`, 'query_not_allowed'],
+    // The query is judged apart (queryAllowed), after the permission check.
+    ['GET', '/v1/acquirer/eod_statements?page=2&per_page=50', 'eod_statements_list'],
+    ['GET', `/v1/acquirer/eod_statements/${STATEMENT_ID}.csv?page=2`, 'eod_statement_download'],
     ['GET', `/v1/acquirer/eod_statements/${STATEMENT_ID}.csv`, 'eod_statement_download'],
     ['GET', '/v1/acquirer/eod_statements/by_date/2024-02-29.csv', 'eod_statement_download_by_date'],
     ['GET', '/v1/acquirer/api_keys/permissions', 'api_keys_permissions'],
@@ -75,5 +78,42 @@ describe('matchRoute with the shipped policy', () => {
     '',
   ])('refuses the non-canonical target %j', (target) => {
     expect(routeOf('GET', target)).toBe('non_canonical');
+  });
+});
+
+describe('queryAllowed with the shipped policy', () => {
+  const route = (target: string) => {
+    const match = matchRoute(policy, 'GET', target);
+    if (match.kind !== 'matched') throw new Error(`${target} matched no route`);
+    return match.route;
+  };
+  const LIST = '/v1/acquirer/eod_statements';
+  const CSV = `/v1/acquirer/eod_statements/${STATEMENT_ID}.csv`;
+
+  it.each([LIST, `${LIST}?`, `${LIST}?page=1`, `${LIST}?page=20`, CSV, `${CSV}?`])('takes %j', (target) => {
+    expect(queryAllowed(route(target), target)).toBe(true);
+  });
+
+  it.each([
+    `${LIST}?page=2&per_page=50`, // not declared
+    `${LIST}?acquirer_id=acq_2`,
+    `${LIST}?page=1&page=2`, // twice
+    `${LIST}?page=01`, // not an integer as declared
+    `${LIST}?page`, // no value
+    `${LIST}?page=`,
+    `${LIST}?page=1&`, // an empty pair
+    `${LIST}?%70age=1`, // an encoded name
+    `${LIST}?page=%31`, // an encoded value
+    `${CSV}?page=2`, // a route that takes none
+  ])('refuses %j', (target) => {
+    expect(queryAllowed(route(target), target)).toBe(false);
+  });
+
+  it('lets a route that declares no query take any', () => {
+    const text = readFileSync('policies/acquirer-api.yaml', 'utf8').replace(/\n    query:[^\n]*\n/g, '\n');
+    const result = parsePolicy(text, 'p.yaml');
+    if (!result.ok) throw new Error(result.errors.join('\n'));
+    const match = matchRoute(result.policy, 'GET', `${CSV}?anything=at&all`);
+    expect(match.kind === 'matched' && queryAllowed(match.route, `${CSV}?anything=at&all`)).toBe(true);
   });
 });
