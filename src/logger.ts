@@ -20,15 +20,20 @@ export interface Logger extends Pick<PinoLogger, 'info' | 'warn' | 'error' | 'de
 const SECRET_FIELD = /^(?:authorization|key)$/iu;
 const CENSORED = '[redacted]';
 
+/** Objects nested deeper than this are not walked (a cycle would never end), and so not written either. */
+const MAX_SCRUB_DEPTH = 8;
+const TOO_DEEP = '[redacted: nested too deep]';
+
 /**
- * Every string in a log record, a few levels deep, with anything shaped like a key replaced, and
- * every secret field censored. A record with nothing to replace (nearly every one) comes back as the
- * same object: one walk and no copy per log line.
+ * Every string in a log record, with anything shaped like a key replaced, and every secret field
+ * censored. A record with nothing to replace (nearly every one) comes back as the same object: one
+ * walk and no copy per log line.
  */
 function scrub(value: unknown, depth = 0): unknown {
   if (typeof value === 'string') return redactSecrets(value);
   // Errors are left to the err serializer, which redacts their message and stack.
-  if (depth > 8 || value === null || typeof value !== 'object' || value instanceof Error) return value;
+  if (value === null || typeof value !== 'object' || value instanceof Error) return value;
+  if (depth > MAX_SCRUB_DEPTH) return TOO_DEEP;
   if (Array.isArray(value)) {
     const items = value.map((v) => scrub(v, depth + 1));
     return items.some((v, i) => v !== value[i]) ? items : value;

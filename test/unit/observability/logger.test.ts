@@ -51,6 +51,22 @@ describe('what the scrubbing keeps and replaces', () => {
     expect(JSON.parse(lines[1]!)).toMatchObject(clean);
   });
 
+  it('writes nothing nested deeper than it searches, secret or not', () => {
+    const { lines, stream } = capture();
+    const logger = createLogger('info', stream);
+    const nest = (depth: number, leaf: object): object => (depth === 0 ? leaf : { n: nest(depth - 1, leaf) });
+    const cyclic: Record<string, unknown> = { name: 'loop' };
+    cyclic.self = cyclic;
+    logger.info({ shallow: nest(5, { key: 'opaque-secret', text: KEY }), deep: nest(12, { key: 'opaque-secret', text: KEY }), cyclic }, 'nested');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).not.toContain('opaque-secret');
+    expect(lines[0]).not.toContain('S'.repeat(20));
+    const line = JSON.parse(lines[0]!);
+    expect(line.shallow.n.n.n.n.n).toEqual({ key: '[redacted]', text: 'acquirer_key_[redacted]' });
+    expect(JSON.stringify(line.deep)).toContain('[redacted: nested too deep]');
+    expect(line.cyclic.name).toBe('loop');
+  });
+
   it('rebuilds objects that are not plain from their own fields, so no toJSON decides what is written', () => {
     const { lines, stream } = capture();
     const logger = createLogger('info', stream);
