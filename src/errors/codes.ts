@@ -5,12 +5,19 @@
  * cannot differ by a single byte. The README's error table is checked against this file by a test.
  */
 
-/** Public message for each status the gateway can answer with. */
+/**
+ * Public message for each status the gateway can answer with. 406, 412 and 416 only ever answer for
+ * the upstream: they are its refusals of headers the gateway forwards (`Accept`, `If-Match` and
+ * `If-Unmodified-Since`, `Range`), which a client needs as they are, not as a 502.
+ */
 export const STATUS_MESSAGES = {
   400: 'Bad request',
   401: 'Invalid authentication information',
   403: 'Unauthorized',
   404: 'Not found',
+  406: 'Not acceptable',
+  412: 'Precondition failed',
+  416: 'Range not satisfiable',
   431: 'Request header fields too large',
   500: 'Internal server error',
   502: 'Bad gateway',

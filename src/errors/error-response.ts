@@ -21,20 +21,22 @@ export function errorBody(status: ErrorStatus): Buffer {
 }
 
 /**
- * Writes the documented error response for `status`, with the request's id. The only place an error
+ * Writes the documented error response for `status`, with the request's id (and a 416's `Content-Range`). The only place an error
  * becomes bytes on the wire: any header set earlier on `res` is dropped, so a response is identical
  * whoever produced it.
  * When the headers already went out (a failure mid-stream), the connection is cut instead, so the
  * client sees a truncated response rather than a silently short one.
  */
-export function sendError(res: ServerResponse, status: ErrorStatus, requestId: string): void {
+export function sendError(res: ServerResponse, status: ErrorStatus, requestId: string, contentRange?: string): void {
   if (res.headersSent) {
     res.destroy();
     return;
   }
   const response = RESPONSES.get(status)!;
   for (const name of res.getHeaderNames()) res.removeHeader(name);
-  res.writeHead(status, { ...response.headers, 'x-request-id': requestId });
+  const headers = { ...response.headers, 'x-request-id': requestId };
+  // A 416 says how long the representation is (RFC 9110 §15.5.17), so the client can ask again.
+  res.writeHead(status, contentRange === undefined ? headers : { ...headers, 'content-range': contentRange });
   res.end(response.body);
 }
 

@@ -1,5 +1,6 @@
 import { isErrorStatus, type ErrorStatus } from '../errors/codes.js';
 import { FORWARDED_REQUEST_HEADERS, neverForwarded } from '../proxy/forward-headers.js';
+import { mapUpstreamStatus } from '../proxy/map-upstream-status.js';
 import { PARAM_TYPES, type ParamType, type ParamTypeName } from './param-types.js';
 import type { PolicyDocument } from './schema.js';
 import { compileTemplate, overlappingPath, TemplateError, type CompiledTemplate } from './template.js';
@@ -93,6 +94,16 @@ export function compilePolicy(doc: PolicyDocument, contentHash: string): Compile
       continue;
     }
     upstreamStatusMap.set(Number(from), to);
+  }
+  // The API document (section 7, rule 3): another acquirer's resource answers exactly as a missing one.
+  const for403 = mapUpstreamStatus(403, upstreamStatusMap);
+  const for404 = mapUpstreamStatus(404, upstreamStatusMap);
+  if (for403 !== for404) {
+    problem(
+      ['upstream_status_map'],
+      `an upstream 403 (another acquirer's resource) would be answered ${for403} and a 404 (none) ${for404}: ` +
+        'a resource of another acquirer must look exactly like one that does not exist; map both to one status (403: 404, 404: 404)',
+    );
   }
 
   const routes: CompiledRoute[] = [];

@@ -1,4 +1,3 @@
-import { mapUpstreamStatus } from '../proxy/map-upstream-status.js';
 import type { CompiledPolicy, CompiledRoute } from './compile.js';
 
 /** One route as a reviewer names it: what a client would call. */
@@ -90,14 +89,6 @@ export function diffPolicies(oldPolicy: CompiledPolicy, newPolicy: CompiledPolic
     if (before === after) continue;
     const show = (to: number | undefined) => (to === undefined ? 'unmapped' : String(to));
     upstream.push(`- upstream ${status}: ${show(before)} → ${show(after)}`);
-  }
-  // Tenancy: an upstream 403 (another acquirer's) and 404 (missing) must answer the same.
-  const answers = (p: CompiledPolicy) => [mapUpstreamStatus(403, p.upstreamStatusMap), mapUpstreamStatus(404, p.upstreamStatusMap)] as const;
-  const [old403, old404] = answers(oldPolicy);
-  const [new403, new404] = answers(newPolicy);
-  if (new403 !== new404) {
-    const already = old403 !== old404 ? ' (already so before)' : '';
-    upstream.push(`- ⚠️ an upstream 403 now answers ${new403} but a 404 answers ${new404}: another acquirer's resource is distinguishable from a missing one${already}`);
   }
   section('Upstream', upstream);
 

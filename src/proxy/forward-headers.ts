@@ -257,3 +257,15 @@ export function buildClientHeaders(status: number, upstream: IncomingHttpHeaders
   outgoing['x-request-id'] = requestId;
   return outgoing;
 }
+
+/** An unsatisfied range's `Content-Range`, as RFC 9110 §14.4 spells it: `bytes`, a space, an asterisk, a slash and the length. */
+const UNSATISFIED_RANGE = /^bytes \*\/\d{1,20}$/;
+
+/**
+ * The one upstream header an error answer keeps: a 416's `Content-Range`, which tells the client the
+ * representation's length so it can ask for a range that exists. Anything else in it is dropped.
+ */
+export function unsatisfiedRange(upstream: IncomingHttpHeaders): string | undefined {
+  const value = upstream['content-range'];
+  return value !== undefined && UNSATISFIED_RANGE.test(value) ? value : undefined;
+}

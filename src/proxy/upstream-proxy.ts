@@ -8,7 +8,7 @@ import { ERROR_CODES } from '../errors/codes.js';
 import { sendError } from '../errors/error-response.js';
 import type { Logger } from '../logger.js';
 import { forwardBody } from './forward-body.js';
-import { buildClientHeaders, buildUpstreamHeaders, hasDroppedBody, upstreamAddress } from './forward-headers.js';
+import { buildClientHeaders, buildUpstreamHeaders, hasDroppedBody, unsatisfiedRange, upstreamAddress } from './forward-headers.js';
 import { classifyUpstreamError, UnexpectedUpgradeError } from './upstream-errors.js';
 import { mapUpstreamStatus } from './map-upstream-status.js';
 import { createStreamedMemory, type CollectYoung } from './streamed-memory.js';
@@ -212,7 +212,7 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): RequestHandl
       if (mapped !== null) {
         discard(proxyRes);
         locals.upstreamStatus = proxyRes.statusCode;
-        sendError(res, mapped, locals.requestId);
+        sendError(res, mapped, locals.requestId, mapped === 416 ? unsatisfiedRange(proxyRes.headers) : undefined);
         return;
       }
       try {

@@ -129,10 +129,16 @@ describe('upstream answers', () => {
   it.each([
     [403, 404, notFoundBody],
     [404, 404, notFoundBody],
-    [401, 401, '{"message":"Invalid authentication information"}'],
+    // The client's key never goes upstream: an upstream 401 is about the gateway's standing there.
+    [401, 502, '{"message":"Bad gateway"}'],
     [500, 500, '{"message":"Internal server error"}'],
     [503, 503, '{"message":"Service unavailable"}'],
+    // Refusals of headers the gateway forwards (Accept, If-Match, Range) keep their status.
+    [406, 406, '{"message":"Not acceptable"}'],
+    [412, 412, '{"message":"Precondition failed"}'],
+    [416, 416, '{"message":"Range not satisfiable"}'],
     [418, 502, '{"message":"Bad gateway"}'],
+    [429, 502, '{"message":"Bad gateway"}'],
   ])('an upstream %i becomes %i with the documented body and no upstream header', async (upstream, status, body) => {
     nock(UPSTREAM).get(CSV).reply(upstream, '<html>stack trace of acq_2</html>', { 'content-type': 'text/html', 'x-owner': 'acq_2' });
     const res = await get(CSV);
@@ -140,6 +146,27 @@ describe('upstream answers', () => {
     expect(res.text).toBe(body);
     expect(res.headers['content-type']).toBe(JSON_TYPE);
     expect(res.headers['x-owner']).toBeUndefined();
+  });
+
+  it("a 416 keeps the upstream's Content-Range when it is one of an unsatisfied range, and nothing else", async () => {
+    nock(UPSTREAM)
+      .get(CSV)
+      .reply(416, 'no such range', { 'content-range': 'bytes */1048576', 'x-owner': 'acq_1' })
+      .get(CSV)
+      .reply(416, 'no such range', { 'content-range': `bytes */1048576, http://${new URL(UPSTREAM).host}/` });
+    const kept = await get(CSV).set('Range', 'bytes=2000000-');
+    expect(kept.status).toBe(416);
+    expect(kept.text).toBe('{"message":"Range not satisfiable"}');
+    expect(kept.headers['content-range']).toBe('bytes */1048576');
+    expect(kept.headers['x-owner']).toBeUndefined();
+    const odd = await get(CSV).set('Range', 'bytes=2000000-');
+    expect(odd.status).toBe(416);
+    expect(odd.headers['content-range']).toBeUndefined();
+    // Every other error answer has the same set of headers, 416 or not.
+    const names = (h: Record<string, string>) => Object.keys(h).filter((n) => n !== 'date').sort();
+    nock(UPSTREAM).get(CSV).reply(412, '', { 'content-range': 'bytes */1048576' });
+    const precondition = await get(CSV).set('If-Match', '"x"');
+    expect(names(precondition.headers)).toEqual(names(odd.headers));
   });
 
   it('a success names no software behind the gateway, and a redirect to the upstream itself becomes relative', async () => {

@@ -38,7 +38,7 @@ describe('the shipped policy', () => {
       'agreements_read', 'agreements_disable', 'payment_controls_create', 'payment_controls_read',
       'payment_controls_update', 'payment_controls_delete', 'eod_list', 'eod_read', 'audit_logs_read',
     ]);
-    expect(Object.fromEntries(policy.upstreamStatusMap)).toEqual({ 401: 401, 403: 404, 404: 404 });
+    expect(Object.fromEntries(policy.upstreamStatusMap)).toEqual({ 401: 502, 403: 404, 404: 404 });
     expect(policy.contentHash).toMatch(/^[0-9a-f]{64}$/);
   });
 });
@@ -88,6 +88,46 @@ describe('refusing a bad policy with file, line, column and reason', () => {
       `${fixture('bad-values')}:6:13: permissions.0.name: must be of the form <group>_<action> (lower case, digits, underscores)`,
       `${fixture('bad-values')}:9:13: routes.0.method: Invalid option: expected one of "GET"|"POST"|"PUT"|"PATCH"|"DELETE"`,
     ]);
+  });
+
+  describe('a status map under which another acquirer\'s resource would not look like a missing one', () => {
+    const withMap = (map: string) =>
+      parsePolicy(`version: 1
+acquirer_header: X-Tenant
+${map}
+permissions:
+  - { name: things_read, description: Read things }
+routes:
+  - { id: things, method: GET, path: /v1/things, permissions: [things_read] }
+`, 'inline.yaml');
+    const errors = (map: string) => {
+      const result = withMap(map);
+      return result.ok ? [] : result.errors.map(formatPolicyError);
+    };
+    const refusal = (at: string, for403: number, for404: number) =>
+      `inline.yaml:${at}: upstream_status_map: an upstream 403 (another acquirer's resource) would be answered ${for403} and a 404 (none) ${for404}: ` +
+      'a resource of another acquirer must look exactly like one that does not exist; map both to one status (403: 404, 404: 404)';
+
+    // Located at the map's first entry (or its `{}`).
+    it.each([
+      ['upstream_status_map:\n  403: 403\n  404: 404', '4:3', 403, 404],
+      ['upstream_status_map:\n  403: 404\n  404: 400', '4:3', 404, 400],
+      ['upstream_status_map:\n  500: 502', '4:3', 403, 404], // neither mapped: each keeps its status
+      ['upstream_status_map: {}', '3:22', 403, 404],
+    ])('%j is refused', (map, at, for403, for404) => {
+      expect(errors(map)).toEqual([refusal(at, for403, for404)]);
+    });
+
+    it.each([
+      'upstream_status_map:\n  403: 404\n  404: 404\n  500: 502',
+      'upstream_status_map:\n  403: 400\n  404: 400',
+      '# none: the default maps both to 404',
+    ])('%j is accepted', (map) => {
+      expect(errors(map)).toEqual([]);
+      const result = withMap(map);
+      const answers = result.ok ? [result.policy.upstreamStatusMap.get(403), result.policy.upstreamStatusMap.get(404)] : [];
+      expect(answers[0]).toBe(answers[1]);
+    });
   });
 
   it('two map keys that print alike, as 403 and "403" in the status map (the later would win)', () => {
