@@ -41,6 +41,7 @@ export interface KeyResolverOptions {
   readonly negativeMaxEntries?: number;
   /** While the store is unreachable, cached valid keys keep working for this long, then fail closed. */
   readonly outageGraceMs?: number;
+  /** Milliseconds on a monotonic clock: a wall clock set back would stretch every TTL and the grace. */
   readonly now?: () => number;
   /** Told where each resolution was answered, for metrics. */
   readonly onResolution?: (layer: 'memory' | 'redis', result: KeyResolutionResult) => void;
@@ -72,7 +73,7 @@ function toVerdict(record: ApiKeyRecord | null): KeyVerdict {
 /**
  * The in-process cache in front of a KeyStore. A hit costs no store round trip. Concurrent misses
  * for one key share a single lookup. Change notices evict at once; a store that reconnected its
- * notices drops everything. Disabled verdicts stay until evicted: a key is never re-enabled.
+ * notices drops everything but disabled verdicts, which stay until evicted: a key is never re-enabled.
  */
 export class KeyResolver {
   readonly #store: KeyStore;
@@ -98,7 +99,7 @@ export class KeyResolver {
     this.#ttlMs = options.ttlMs ?? DEFAULT_KEY_CACHE_TTL_MS;
     this.#negativeTtlMs = options.negativeTtlMs ?? DEFAULT_NEGATIVE_CACHE_TTL_MS;
     this.#outageGraceMs = options.outageGraceMs ?? DEFAULT_OUTAGE_GRACE_MS;
-    this.#now = options.now ?? Date.now;
+    this.#now = options.now ?? (() => performance.now());
     this.#onResolution = options.onResolution ?? (() => {});
     this.#onStoreHealth = options.onStoreHealth ?? (() => {});
     this.#known = new LRUCache({ max: options.maxEntries ?? DEFAULT_KEY_CACHE_MAX_ENTRIES });
@@ -204,6 +205,9 @@ export class KeyResolver {
 
   #remember(keyHash: string, verdict: KeyVerdict): void {
     if (verdict.kind === 'unknown') {
+      // A record removed from the store (by hand, a flush, an eviction) is gone here too: left in
+      // place, the old verdict would stand in for the store during the next outage.
+      this.#known.delete(keyHash);
       this.#unknown.set(keyHash, this.#now());
     } else {
       this.#unknown.delete(keyHash);
@@ -220,12 +224,18 @@ export class KeyResolver {
         this.#unknown.delete(event.keyHash);
         this.#inFlight.delete(event.keyHash);
         break;
-      case 'resync':
+      case 'resync': {
         this.#generation++;
-        this.#known.clear();
+        // Notices may have been missed: every verdict is asked again, but a disabled one. A key is
+        // never re-enabled, so it cannot be stale, and a store that lost the disable (a Redis that
+        // restarted from an older snapshot) must not bring the key back here.
+        const stale: string[] = [];
+        for (const [keyHash, cached] of this.#known.entries()) if (cached.verdict.kind !== 'disabled') stale.push(keyHash);
+        for (const keyHash of stale) this.#known.delete(keyHash);
         this.#unknown.clear();
         this.#inFlight.clear();
         break;
+      }
       case 'health': {
         const before = this.storeAvailable;
         // A store that says it is back is believed: a gateway taken out of service for failed lookups

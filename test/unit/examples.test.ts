@@ -64,6 +64,10 @@ describe('examples/', () => {
     const compose = parse(readFileSync('examples/docker-compose.yml', 'utf8'));
     expect(Object.keys(compose.services).sort()).toEqual(['gateway', 'prometheus', 'redis', 'statements']);
     expect(compose.services.gateway.environment).toMatchObject({ UPSTREAM_URL: 'http://statements:8081', REDIS_URL: 'redis://redis:6379' });
+    // The key store keeps every write on disk: a disable Redis forgets would bring the key back.
+    expect(compose.services.redis.command.join(' ')).toMatch(/--appendonly yes --appendfsync always/);
+    expect(compose.services.redis.volumes).toEqual(['redis-data:/data']);
+    expect(Object.keys(compose.volumes)).toEqual(['redis-data']);
     const scrape = parse(readFileSync('examples/prometheus.yml', 'utf8'));
     expect(scrape.scrape_configs[0].static_configs[0].targets).toEqual(['gateway:9090']);
   });

@@ -4,12 +4,15 @@ import { CorruptKeyRecordError, type KeyStoreEvent } from '../../../src/keys/key
 import { MemoryKeyStore } from '../../../src/keys/memory-key-store.js';
 import { parseAddress } from '../../../src/net/ip-allowlist.js';
 import { newRecord } from '../../helpers/key-store-contract.js';
+import { waitFor } from '../../helpers/wait.js';
 
 /** A MemoryKeyStore that counts lookups, can fail them, and lets a test emit store events. */
 class ScriptedStore extends MemoryKeyStore {
   lookups = 0;
   failing = false;
   corrupt = false;
+  /** Hashes whose records are gone from the store (deleted by hand, flushed, evicted). */
+  readonly removed = new Set<string>();
   gate: Promise<void> | undefined;
   readonly #listeners = new Set<(e: KeyStoreEvent) => void>();
 
@@ -18,6 +21,7 @@ class ScriptedStore extends MemoryKeyStore {
     if (this.gate) await this.gate;
     if (this.failing) throw new Error('redis down');
     if (this.corrupt) throw new CorruptKeyRecordError('key record is not JSON');
+    if (this.removed.has(keyHash)) return null;
     return super.findByHash(keyHash);
   }
 
@@ -163,14 +167,55 @@ describe('KeyResolver', () => {
     expect(store.lookups).toBe(2);
   });
 
-  it('drops everything on resync', async () => {
+  it('drops everything on resync but disabled verdicts', async () => {
     const { store, resolver } = setup();
     const record = newRecord();
+    const disabled = newRecord();
     await store.create(record);
+    await store.create(disabled);
+    await store.disable(disabled.id, new Date());
     await resolver.resolve(record.key_hash);
+    expect(await resolver.resolve(disabled.key_hash)).toEqual({ kind: 'disabled' });
     store.emit({ type: 'resync' });
     await resolver.resolve(record.key_hash);
-    expect(store.lookups).toBe(2);
+    expect(store.lookups).toBe(3);
+    // Not asked again: a store that lost the disable (restarted from an older snapshot) cannot bring the key back.
+    expect(await resolver.resolve(disabled.key_hash)).toEqual({ kind: 'disabled' });
+    expect(store.lookups).toBe(3);
+  });
+
+  it('forgets a valid verdict once the store says the key is gone, also for the next outage', async () => {
+    const { store, resolver, clock } = setup({ ttlMs: 1_000 });
+    const record = newRecord();
+    await store.create(record);
+    expect((await resolver.resolve(record.key_hash)).kind).toBe('valid');
+    store.removed.add(record.key_hash);
+    clock.advance(1_000);
+    expect(await resolver.resolve(record.key_hash)).toEqual({ kind: 'unknown' });
+    // Past the negative TTL, the store goes down: nothing may stand in for it with the old record.
+    clock.advance(10_000);
+    store.failing = true;
+    store.emit({ type: 'health', healthy: false });
+    expect(resolver.fromMemory(record.key_hash)).toBeUndefined();
+    await expect(resolver.resolve(record.key_hash)).rejects.toBeInstanceOf(KeyStoreUnavailableError);
+  });
+
+  it('runs on a monotonic clock: the wall clock set back does not stretch the TTL', async () => {
+    const realNow = Date.now;
+    let step = 0;
+    Date.now = () => realNow() + step;
+    try {
+      const store = new ScriptedStore();
+      const resolver = new KeyResolver(store, { ttlMs: 50 });
+      const record = newRecord();
+      await store.create(record);
+      await resolver.resolve(record.key_hash);
+      step = -3_600_000; // an hour back, as a clock step would
+      // Trusted for another hour, were the TTL on the wall clock.
+      await waitFor(() => resolver.fromMemory(record.key_hash) === undefined, { timeoutMs: 2_000, what: 'the cached verdict to expire' });
+    } finally {
+      Date.now = realNow;
+    }
   });
 
   it('fails closed for an uncached key when the store fails', async () => {
