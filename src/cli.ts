@@ -11,10 +11,11 @@
 // half second for as long as it lived, at about 1.3× the CPU per request (6 of 6 processes; 0 of 6
 // with the flag; bench/RESULTS.md). Run as `node dist/cli.js`, pass the flags yourself (node refuses
 // the last two in NODE_OPTIONS); WORKERS inherit the primary's node flags.
-// Only these two are loaded before the command is known. Each command's modules are imported when it
+// Only these three are loaded before the command is known. Each command's modules are imported when it
 // runs: loading the gateway's (Express, ioredis, prom-client …) is most of `serve`'s start-up, and
 // its signal handling has to begin before that (signals.ts).
 import { CommandError, PolicyInvalid, UsageError, wantsHelp } from './cli/usage-error.js';
+import { redactSecrets } from './observability/redact.js';
 import { holdSignalsDuringStartUp } from './signals.js';
 
 const USAGE = `usage: acquirer-gateway <command>
@@ -59,15 +60,18 @@ async function main(argv: string[]): Promise<void> {
 }
 
 main(process.argv.slice(2)).catch((err: unknown) => {
+  // Whatever an operator typed where it did not belong (a key as a command, an option, a list
+  // entry) is named in the message: never a key.
+  const say = (text: string) => process.stderr.write(`acquirer-gateway: ${redactSecrets(text)}\n`);
   if (err instanceof UsageError) {
-    process.stderr.write(`acquirer-gateway: ${err.message}\n`);
+    say(err.message);
     process.exit(2);
   }
   if (err instanceof PolicyInvalid) process.exit(1); // its problems are printed already
   if (err instanceof CommandError) {
-    process.stderr.write(`acquirer-gateway: ${err.message}\n`);
+    say(err.message);
     process.exit(1);
   }
-  process.stderr.write(`acquirer-gateway: unexpected error: ${(err as Error)?.stack ?? String(err)}\n`);
+  say(`unexpected error: ${(err as Error)?.stack ?? String(err)}`);
   process.exit(1);
 });

@@ -1,4 +1,4 @@
-import { parseArgs, type ParseArgsOptionsConfig } from 'node:util';
+import type { ParseArgsOptionsConfig } from 'node:util';
 import { CONFIG_FIELDS, ConfigError, DEFAULT_POLICY_FILE, readSetting } from '../config/env.js';
 import { loadPolicy, formatPolicyError } from '../config/load-policy.js';
 import {
@@ -9,11 +9,11 @@ import {
   toPublicRecord,
   type ApiKeyRecord,
 } from '../keys/api-key.js';
-import { CorruptKeyRecordError, KeyDisabledError, KeyNotFoundError, type KeyStore } from '../keys/key-store.js';
+import { ChangeNotAnnouncedError, CorruptKeyRecordError, KeyDisabledError, KeyNotFoundError, type KeyStore } from '../keys/key-store.js';
 import { RedisKeyStore } from '../keys/redis-key-store.js';
 import { familyCoveredWhole, parseCidr } from '../net/ip-allowlist.js';
 import { redactSecrets } from '../observability/redact.js';
-import { CommandError, UsageError, wantsHelp } from './usage-error.js';
+import { CommandError, parseCommandLine, UsageError, wantsHelp } from './usage-error.js';
 
 export const KEYS_USAGE = `usage:
   acquirer-gateway keys create --acquirer ID --permissions p1,p2 [--allow-ip CIDR,CIDR] [--description TEXT]
@@ -75,7 +75,7 @@ function validAllowedIps(text: string): string[] {
 function parse(args: string[], options: ParseArgsOptionsConfig, positionals: number) {
   let parsed;
   try {
-    parsed = parseArgs({ args, options, strict: true, allowPositionals: true });
+    parsed = parseCommandLine(args, options, true);
   } catch (err) {
     throw new UsageError(`${(err as Error).message}\n${KEYS_USAGE}`);
   }
@@ -94,8 +94,15 @@ function keyIdArgument(text: string): string {
   if (/acquirer_/i.test(text) || redactSecrets(text) !== text) {
     throw new UsageError('expected a key id (key_…), and this argument is shaped like an API key: it was not looked up or printed. `keys list --acquirer <id>` shows the ids');
   }
+  // Anything else that is no id (the key's random part pasted alone, say) is not repeated either.
+  if (!KEY_ID_ARGUMENT.test(text)) {
+    throw new UsageError('expected a key id (key_ and letters, digits, _ or -, as create and list print it); this argument is not one: it was not looked up or printed. `keys list --acquirer <id>` shows the ids');
+  }
   return text;
 }
+
+/** What a key id can be: `key_` and 20 hex digits as created, with room for ids written by hand. */
+const KEY_ID_ARGUMENT = /^key_[A-Za-z0-9_-]{1,60}$/;
 
 function redisTarget(url: string): string {
   try {
@@ -120,6 +127,8 @@ export async function keysCommand(args: string[], ctx: KeysContext): Promise<voi
       const acquirer = (values.acquirer ?? '').trim();
       if (acquirer === '') throw new UsageError('--acquirer: required and must not be empty');
       if (!isValidAcquirerId(acquirer)) throw new UsageError('--acquirer: use 1 to 128 of A-Z a-z 0-9 . _ : - (starting with a letter or digit)');
+      // It travels upstream in every request and is printed by list: never a secret.
+      if (redactSecrets(acquirer) !== acquirer) throw new UsageError('--acquirer: this is shaped like an API key; it was not stored or printed');
       if (values.permissions === undefined) throw new UsageError('--permissions: required');
       const permissions = await validPermissions(values.permissions, ctx.env);
       const allowedIps = values['allow-ip'] === undefined ? [] : validAllowedIps(values['allow-ip']);
@@ -207,7 +216,7 @@ export async function keysCommand(args: string[], ctx: KeysContext): Promise<voi
     if (store instanceof RedisKeyStore) await store.connect();
     await run(store);
   } catch (err) {
-    if (err instanceof KeyNotFoundError || err instanceof KeyDisabledError) throw new CommandError(err.message);
+    if (err instanceof KeyNotFoundError || err instanceof KeyDisabledError || err instanceof ChangeNotAnnouncedError) throw new CommandError(err.message);
     if (err instanceof CorruptKeyRecordError) throw new CommandError(`cannot read the key in Redis: ${err.message}; repair or delete that value`);
     if (err instanceof UsageError || err instanceof CommandError) throw err;
     if (ctx.store === undefined) throw new CommandError(`cannot use Redis at ${redisTarget(redisUrl)}: ${(err as Error).message}`);

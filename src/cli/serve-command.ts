@@ -1,5 +1,4 @@
 import cluster from 'node:cluster';
-import { parseArgs } from 'node:util';
 import { policyFromPrimary, runPrimary, serveAsWorker, WorkerStartError } from '../cluster.js';
 import { CONFIG_FIELDS, ConfigError, flagName, loadConfig, type Config } from '../config/env.js';
 import { loadPolicyOrThrow, PolicyLoadError } from '../config/load-policy.js';
@@ -7,7 +6,7 @@ import { PolicyFile } from '../config/policy-file.js';
 import { createLogger, type Logger } from '../logger.js';
 import { startGateway } from '../server.js';
 import { handleRunningSignals, type StartUpSignals } from '../signals.js';
-import { CommandError, UsageError } from './usage-error.js';
+import { CommandError, parseCommandLine, UsageError } from './usage-error.js';
 
 const SERVE_FLAGS = Object.fromEntries(
   Object.values(CONFIG_FIELDS).map((spec) => [flagName(spec.env), { type: 'string' as const }]),
@@ -27,12 +26,7 @@ export function serveUsage(): string {
  * gateway's own handlers are in place (the CLI starts it before this module loads).
  */
 export async function serveCommand(args: string[], startUp: StartUpSignals): Promise<void> {
-  let flags: Record<string, string | undefined>;
-  try {
-    flags = parseArgs({ args, options: SERVE_FLAGS, strict: true, allowPositionals: false }).values as Record<string, string>;
-  } catch (err) {
-    throw new UsageError((err as Error).message);
-  }
+  const flags = parseCommandLine(args, SERVE_FLAGS, false).values as Record<string, string | undefined>;
   let config;
   try {
     config = loadConfig(process.env, flags);

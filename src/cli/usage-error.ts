@@ -1,3 +1,5 @@
+import { parseArgs, type ParseArgsOptionsConfig } from 'node:util';
+
 /** A bad command line or a refused input: the message goes to stderr and the exit code is 2. */
 export class UsageError extends Error {
   constructor(message: string) {
@@ -20,4 +22,25 @@ export class PolicyInvalid extends CommandError {}
 /** `--help` or `-h` anywhere among a command's arguments, or `help` as its first: its usage, exit 0. */
 export function wantsHelp(args: readonly string[]): boolean {
   return args[0] === 'help' || args.includes('--help') || args.includes('-h');
+}
+
+/**
+ * A command's flags and positionals, strictly: an unknown flag, or one given twice, is a usage error.
+ * parseArgs keeps the last of a repeated flag, so `--allow-ip A --allow-ip B` would store only B, and
+ * `--permissions … --permissions …` only the second list, with nothing said.
+ */
+export function parseCommandLine(args: string[], options: ParseArgsOptionsConfig, allowPositionals: boolean) {
+  let parsed;
+  try {
+    parsed = parseArgs({ args, options, strict: true, allowPositionals, tokens: true });
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+  const seen = new Set<string>();
+  for (const token of parsed.tokens) {
+    if (token.kind !== 'option') continue;
+    if (seen.has(token.name)) throw new UsageError(`--${token.name}: given more than once; give it once (a list is comma-separated)`);
+    seen.add(token.name);
+  }
+  return { values: parsed.values as Record<string, string | boolean | undefined>, positionals: parsed.positionals };
 }

@@ -42,6 +42,22 @@ export class KeyDisabledError extends Error {
 }
 
 /**
+ * The change is written, but running gateways could not be told (the notice was not published):
+ * they apply it when their cached copy expires (KEY_CACHE_TTL_MS). Running the command again
+ * announces it again.
+ */
+export class ChangeNotAnnouncedError extends Error {
+  constructor(id: string, cause: unknown) {
+    super(
+      `key ${id}: the change is written in Redis, but running gateways could not be told of it (${(cause as Error)?.message ?? String(cause)}); ` +
+        'they apply it only when their cached copy expires (KEY_CACHE_TTL_MS): run the same command again to announce it',
+      { cause },
+    );
+    this.name = 'ChangeNotAnnouncedError';
+  }
+}
+
+/**
  * Where key records live. Lookups reject when the store cannot answer (never resolve to a guess);
  * `null` always means "no such key".
  */

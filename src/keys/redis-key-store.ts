@@ -2,7 +2,7 @@ import { Redis, type RedisOptions } from 'ioredis';
 import { z } from 'zod';
 import { parseCidr } from '../net/ip-allowlist.js';
 import { isValidAcquirerId, type ApiKeyRecord } from './api-key.js';
-import { CorruptKeyRecordError, KeyDisabledError, KeyNotFoundError, type KeyChanges, type KeyStore, type KeyStoreListener } from './key-store.js';
+import { ChangeNotAnnouncedError, CorruptKeyRecordError, KeyDisabledError, KeyNotFoundError, type KeyChanges, type KeyStore, type KeyStoreListener } from './key-store.js';
 
 export const DEFAULT_REDIS_KEY_PREFIX = 'acquirer-gateway:';
 export const DEFAULT_REDIS_COMMAND_TIMEOUT_MS = 500;
@@ -226,14 +226,27 @@ export class RedisKeyStore implements KeyStore {
     return records.sort((a, b) => a.created_at.localeCompare(b.created_at) || a.id.localeCompare(b.id));
   }
 
+  /**
+   * The id mapping, the record and the id's place in the set, in one transaction: a failure leaves
+   * none of them (a mapping without its record would hide an id from list and show alike). A command
+   * Redis refuses inside it (an `ids` of another type) is reported, never taken for success.
+   */
   async create(record: ApiKeyRecord): Promise<void> {
-    const created = await this.#client.set(this.#idKey(record.id), record.key_hash, 'NX');
-    if (created === null) throw new Error(`key id ${record.id} already exists`);
-    await this.#client
+    const idKey = this.#idKey(record.id);
+    await this.#client.watch(idKey);
+    if ((await this.#client.exists(idKey)) === 1) {
+      await this.#client.unwatch();
+      throw new Error(`key id ${record.id} already exists`);
+    }
+    const results = await this.#client
       .multi()
+      .set(idKey, record.key_hash)
       .set(this.#recordKey(record.key_hash), JSON.stringify(record))
       .sadd(this.#prefix + 'ids', record.id)
       .exec();
+    if (results === null) throw new Error(`key id ${record.id} was created concurrently; try again`);
+    const failed = results.find(([err]) => err !== null);
+    if (failed !== undefined) throw new Error(`Redis refused part of the key's creation: ${failed[0]!.message}`);
   }
 
   async update(id: string, changes: KeyChanges): Promise<ApiKeyRecord> {
@@ -292,19 +305,23 @@ export class RedisKeyStore implements KeyStore {
         await this.#client.unwatch();
         // Nothing to write (already disabled), but a previous attempt may have written and then
         // failed to announce it: announce again, so retrying is always safe.
-        await this.#publishChange(hash);
+        await this.#publishChange(id, hash);
         return current;
       }
       const committed = await this.#client.multi().set(recordKey, JSON.stringify(next)).exec();
       if (committed === null) continue; // someone else wrote in between: read again
-      await this.#publishChange(hash);
+      await this.#publishChange(id, hash);
       return next;
     }
     throw new Error(`key ${id} is being changed concurrently; try again`);
   }
 
-  async #publishChange(hash: string): Promise<void> {
-    await this.#client.publish(this.#channel, JSON.stringify({ type: 'changed', key_hash: hash }));
+  async #publishChange(id: string, hash: string): Promise<void> {
+    try {
+      await this.#client.publish(this.#channel, JSON.stringify({ type: 'changed', key_hash: hash }));
+    } catch (err) {
+      throw new ChangeNotAnnouncedError(id, err);
+    }
   }
 
   #parseNotice(message: string): string | null {

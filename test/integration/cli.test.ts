@@ -98,6 +98,76 @@ describe('keys show, update, disable, list', () => {
     expect(JSON.parse((await runCli(['keys', 'show', id], env)).stdout)).toMatchObject({ id, permissions: ['eod_list'], disabled_at: null });
   });
 
+  it('a change written but not announced exits 1 and says so, and running the command again announces it', async () => {
+    const { id } = JSON.parse((await runCli(['keys', 'create', '--acquirer', 'acq_quiet', '--permissions', 'eod_list'], env)).stdout);
+    // A Redis user that may do everything but PUBLISH: the notice fails after the write. Created and
+    // deleted here, under a name of this file's own (this may be a shared Redis).
+    const user = `${redis.prefix.replace(/:$/, '')}-nopublish`;
+    await redis.client.call('ACL', 'SETUSER', user, 'on', '>pw', '~*', '&*', '+@all', '-publish');
+    try {
+      const url = new URL(redis.url);
+      url.username = user;
+      url.password = 'pw';
+      const result = await runCli(['keys', 'disable', id], { ...env, REDIS_URL: url.toString() });
+      expect(result.code).toBe(1);
+      expect(result.stdout).toBe('');
+      expect(result.stderr).toMatch(new RegExp(`^acquirer-gateway: key ${id}: the change is written in Redis, but running gateways could not be told of it \\(.*\\); they apply it only when their cached copy expires \\(KEY_CACHE_TTL_MS\\): run the same command again to announce it\n$`));
+      expect(result.stderr).not.toContain('pw@');
+    } finally {
+      await redis.client.call('ACL', 'DELUSER', user);
+    }
+    expect(JSON.parse((await runCli(['keys', 'show', id], env)).stdout).disabled_at).not.toBeNull();
+    const listener = redis.client.duplicate();
+    const heard: string[] = [];
+    await listener.subscribe(`${redis.prefix}events`);
+    listener.on('message', (_channel: string, message: string) => heard.push(message));
+    try {
+      expect((await runCli(['keys', 'disable', id], env)).code).toBe(0);
+      await waitFor(() => heard.length > 0, { what: 'the change notice' });
+      expect(JSON.parse(heard[0]!)).toMatchObject({ type: 'changed' });
+    } finally {
+      listener.disconnect();
+    }
+  });
+
+  it('create writes all of a key or reports what Redis refused, and prints no key it did not store whole', async () => {
+    const brokenEnv = { ...env, REDIS_KEY_PREFIX: `${redis.prefix}brokenids:` };
+    await redis.client.set(`${redis.prefix}brokenids:ids`, 'not a set');
+    const result = await runCli(['keys', 'create', '--acquirer', 'acq_b', '--permissions', 'eod_list'], brokenEnv);
+    expect(result.code).toBe(1);
+    expect(result.stdout).toBe('');
+    expect(result.stderr).toMatch(/Redis refused part of the key's creation: WRONGTYPE/);
+  });
+
+  it('refuses an option given twice, and never repeats a key typed where it does not belong', async () => {
+    const twice = await runCli(['keys', 'create', '--acquirer', 'acq_twice', '--permissions', 'eod_list,eod_read', '--permissions', 'audit_logs_read'], env);
+    expect([twice.code, twice.stdout]).toEqual([2, '']);
+    expect(twice.stderr).toMatch(/^acquirer-gateway: --permissions: given more than once; give it once \(a list is comma-separated\)\n/);
+    const ips = await runCli(['keys', 'create', '--acquirer', 'acq_twice', '--permissions', 'eod_list', '--allow-ip', '10.0.0.0/8', '--allow-ip', '192.168.0.0/16'], env);
+    expect([ips.code, ips.stdout]).toEqual([2, '']);
+    expect(JSON.parse((await runCli(['keys', 'list', '--acquirer', 'acq_twice'], env)).stdout || '[]')).toEqual([]);
+    const serveTwice = await runCli(['serve', '--port', '1', '--port', '2'], env);
+    expect([serveTwice.code, serveTwice.stderr]).toEqual([2, 'acquirer-gateway: --port: given more than once; give it once (a list is comma-separated)\n']);
+
+    const key = `acquirer_key_${'Q'.repeat(43)}`;
+    const body = 'Q'.repeat(43);
+    for (const args of [
+      [key],
+      ['keys', key],
+      ['keys', 'create', `--${key}`],
+      ['keys', 'create', '--acquirer', 'acq_x', '--permissions', `eod_list,${key}`],
+      ['keys', 'create', '--acquirer', 'acq_x', '--permissions', 'eod_list', '--allow-ip', key],
+      ['keys', 'create', '--acquirer', key, '--permissions', 'eod_list'],
+      ['keys', 'show', body],
+      ['keys', 'disable', body],
+    ]) {
+      const result = await runCli(args, env);
+      expect([args, result.code, result.stdout]).toEqual([args, 2, '']);
+      expect(result.stderr).not.toContain(body.slice(0, 12));
+    }
+    expect((await runCli(['keys', 'list', '--acquirer', key], env)).stderr).not.toContain(body.slice(0, 12));
+  });
+
   it('update needs something to change; usage errors exit 2', async () => {
     expect((await runCli(['keys', 'update', 'key_x'], env)).code).toBe(2);
     expect((await runCli(['keys', 'update', 'key_x', '--allow-ip', ''], env)).stderr).toMatch(/no address given/);
