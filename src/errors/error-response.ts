@@ -4,14 +4,18 @@ import { STATUS_MESSAGES, type ErrorStatus } from './codes.js';
 
 const CONTENT_TYPE = 'application/json; charset=utf-8';
 
+/**
+ * A 401 names the scheme to authenticate with (RFC 9110 §11.6.1 requires the header), and nothing
+ * more: no `error="invalid_token"`, so a missing, unknown, disabled and out-of-whitelist key answer alike.
+ */
+const CHALLENGE = { 'www-authenticate': 'Bearer' };
+
 /** Precomputed once: the exact bytes and headers for each error status. */
 const RESPONSES = new Map<number, { body: Buffer; headers: Record<string, string> }>(
   Object.entries(STATUS_MESSAGES).map(([status, message]) => {
     const body = Buffer.from(JSON.stringify({ message }));
-    return [
-      Number(status),
-      { body, headers: { 'content-type': CONTENT_TYPE, 'content-length': String(body.length) } },
-    ];
+    const headers = { 'content-type': CONTENT_TYPE, 'content-length': String(body.length) };
+    return [Number(status), { body, headers: status === '401' ? { ...headers, ...CHALLENGE } : headers }];
   }),
 );
 

@@ -332,6 +332,17 @@ describe('requests Node\'s HTTP parser refuses', () => {
   });
 });
 
+it('Expect: 100-continue gets the final answer, never a 100 inviting the body of a request not yet judged', async () => {
+  const before = upstream.received.length;
+  const raw = await sendRaw(gateway.port, 'GET /v1/acquirer/eod_statements HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n');
+  expect(raw).not.toMatch(/^HTTP\/1\.1 100/m);
+  const res = parseRawResponse(raw);
+  expect(res.status).toBe(401);
+  expect(res.body).toBe('{"message":"Invalid authentication information"}');
+  expect(res.headers['www-authenticate']).toBe('Bearer');
+  expect(upstream.received.length).toBe(before);
+});
+
 it('a malformed request pipelined behind a streaming response cuts the connection, never lands in the body', async () => {
   const socket = (await import('node:net')).connect(gateway.port, '127.0.0.1');
   let received = '';

@@ -240,6 +240,8 @@ describe('refusals never reach the upstream', () => {
     expect(res.status).toBe(status);
     expect(res.text).toBe(body);
     expect(res.headers['content-type']).toBe(JSON_TYPE);
+    // RFC 9110 requires a 401 to name its scheme; nothing says which of the 401s it was.
+    expect(res.headers['www-authenticate']).toBe(status === 401 ? 'Bearer' : undefined);
   });
 
   it('a key without the permission gets 403', async () => {
