@@ -45,7 +45,7 @@ async function main(argv: string[]): Promise<void> {
       return policyCommand(args, {
         env: process.env,
         out: (text) => process.stdout.write(text),
-        err: (line) => process.stderr.write(line + '\n'),
+        err: (line) => process.stderr.write(withoutKeys(line) + '\n'),
       });
     }
     case undefined:
@@ -59,10 +59,17 @@ async function main(argv: string[]): Promise<void> {
   }
 }
 
+/**
+ * A message that may quote what an operator typed where it did not belong (a key as a command, an
+ * option, a list entry, a file name), without the key: whole, or its random part alone (a run of 43
+ * or more base64url characters, which nothing the commands print otherwise holds).
+ */
+function withoutKeys(text: string): string {
+  return redactSecrets(text).replace(/[A-Za-z0-9_-]{43,}/g, '[redacted]');
+}
+
 main(process.argv.slice(2)).catch((err: unknown) => {
-  // Whatever an operator typed where it did not belong (a key as a command, an option, a list
-  // entry) is named in the message: never a key.
-  const say = (text: string) => process.stderr.write(`acquirer-gateway: ${redactSecrets(text)}\n`);
+  const say = (text: string) => process.stderr.write(`acquirer-gateway: ${withoutKeys(text)}\n`);
   if (err instanceof UsageError) {
     say(err.message);
     process.exit(2);

@@ -31,9 +31,10 @@ const TOO_DEEP = '[redacted: nested too deep]';
  */
 function scrub(value: unknown, depth = 0): unknown {
   if (typeof value === 'string') return redactSecrets(value);
-  // Errors are left to the err serializer, which redacts their message and stack.
-  if (value === null || typeof value !== 'object' || value instanceof Error) return value;
+  if (value === null || typeof value !== 'object') return value;
   if (depth > MAX_SCRUB_DEPTH) return TOO_DEEP;
+  // One under `err` was serialized already (pino's serializers run first); one anywhere else is here.
+  if (value instanceof Error) return redactError(value, depth);
   if (Array.isArray(value)) {
     const items = value.map((v) => scrub(v, depth + 1));
     return items.some((v, i) => v !== value[i]) ? items : value;
@@ -56,11 +57,11 @@ function scrub(value: unknown, depth = 0): unknown {
  * Errors in full (message, stack, cause, aggregated errors, any own field), every string redacted.
  * A failed Redis command carries its arguments (an AUTH password, for one): only its name is kept.
  */
-function redactError(err: Error) {
-  if (!(err instanceof Error)) return scrub(err);
+function redactError(err: Error, depth = 0): unknown {
+  if (!(err instanceof Error)) return scrub(err, depth);
   const serialized = stdSerializers.err(err) as ReturnType<typeof stdSerializers.err> & { command?: { name?: unknown } };
   if (serialized.command !== undefined) serialized.command = { name: serialized.command?.name };
-  return scrub(serialized);
+  return scrub(serialized, depth);
 }
 
 /** A string as JSON: quoted as it is when it holds nothing JSON escapes (request ids, route ids, paths). */

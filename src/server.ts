@@ -166,8 +166,13 @@ export async function startGateway(config: Config, { logger, policy: initialPoli
   });
   // Expect: 100-continue: Node would send "100 Continue" at once, inviting the body of a request not
   // yet judged (and that no route takes). Judged like any other, it gets its final answer instead,
-  // which RFC 9110 §10.1.1 allows: a refusal before the client sends what it was about to.
-  server.on('checkContinue', (req: http.IncomingMessage, res: http.ServerResponse) => server.emit('request', req, res));
+  // which RFC 9110 §10.1.1 allows: a refusal before the client sends what it was about to. One that
+  // declares no body gets its 100 still: it invites nothing, and without it Node closes the
+  // connection after the answer (the body might yet come), so a client that always asks reconnects.
+  server.on('checkContinue', (req: http.IncomingMessage, res: http.ServerResponse) => {
+    if (req.headers['transfer-encoding'] === undefined && (req.headers['content-length'] ?? '0') === '0') res.writeContinue();
+    server.emit('request', req, res);
+  });
   // While shutting down, no response keeps its connection: each closes once its response is done.
   // One listener function for every response, not a closure per request.
   const closeIdleIfShuttingDown = () => {

@@ -101,8 +101,11 @@ function keyIdArgument(text: string): string {
   return text;
 }
 
-/** What a key id can be: `key_` and 20 hex digits as created, with room for ids written by hand. */
-const KEY_ID_ARGUMENT = /^key_[A-Za-z0-9_-]{1,60}$/;
+/**
+ * What a key id can be: `key_` and 20 hex digits as created, with room for ids written by hand, but
+ * never as long as a key's random part (43 characters or more), `key_` before it or not.
+ */
+const KEY_ID_ARGUMENT = /^key_[A-Za-z0-9_-]{1,32}$/;
 
 function redisTarget(url: string): string {
   try {
@@ -127,8 +130,11 @@ export async function keysCommand(args: string[], ctx: KeysContext): Promise<voi
       const acquirer = (values.acquirer ?? '').trim();
       if (acquirer === '') throw new UsageError('--acquirer: required and must not be empty');
       if (!isValidAcquirerId(acquirer)) throw new UsageError('--acquirer: use 1 to 128 of A-Z a-z 0-9 . _ : - (starting with a letter or digit)');
-      // It travels upstream in every request and is printed by list: never a secret.
+      // Both are stored and printed by show and list (the acquirer id also travels upstream): never a key.
       if (redactSecrets(acquirer) !== acquirer) throw new UsageError('--acquirer: this is shaped like an API key; it was not stored or printed');
+      if (values.description !== undefined && redactSecrets(values.description) !== values.description) {
+        throw new UsageError('--description: holds something shaped like an API key; it was not stored or printed');
+      }
       if (values.permissions === undefined) throw new UsageError('--permissions: required');
       const permissions = await validPermissions(values.permissions, ctx.env);
       const allowedIps = values['allow-ip'] === undefined ? [] : validAllowedIps(values['allow-ip']);

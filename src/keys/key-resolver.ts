@@ -220,7 +220,9 @@ export class KeyResolver {
       case 'changed':
         // A lookup already under way may have read the old record: later requests must not share it.
         this.#generation++;
-        this.#known.delete(event.keyHash);
+        // A disabled verdict stays, as on a resync: no change re-enables a key, and a store that lost
+        // the disable (an older snapshot) must not be asked whether it still holds.
+        if (this.#known.peek(event.keyHash)?.verdict.kind !== 'disabled') this.#known.delete(event.keyHash);
         this.#unknown.delete(event.keyHash);
         this.#inFlight.delete(event.keyHash);
         break;

@@ -227,24 +227,30 @@ export class RedisKeyStore implements KeyStore {
   }
 
   /**
-   * The id mapping, the record and the id's place in the set, in one transaction: a failure leaves
-   * none of them (a mapping without its record would hide an id from list and show alike). A command
-   * Redis refuses inside it (an `ids` of another type) is reported, never taken for success.
+   * The id mapping, the record and the id's place in the set, in one transaction: a lost connection
+   * leaves none of them (a mapping without its record would hide an id from list and show alike).
+   * Redis does not roll back a transaction in which one command fails, so what could fail (an `ids`
+   * of another type) is checked first; a refusal all the same is reported, never taken for success.
    */
   async create(record: ApiKeyRecord): Promise<void> {
     const idKey = this.#idKey(record.id);
+    const idsKey = this.#prefix + 'ids';
+    // Not `ids`: every other key created meanwhile would abort this one. Its type is checked to
+    // refuse a standing corruption; one made in the instant between check and EXEC is reported.
     await this.#client.watch(idKey);
-    if ((await this.#client.exists(idKey)) === 1) {
+    const [exists, idsType] = await Promise.all([this.#client.exists(idKey), this.#client.type(idsKey)]);
+    if (exists === 1 || (idsType !== 'set' && idsType !== 'none')) {
       await this.#client.unwatch();
-      throw new Error(`key id ${record.id} already exists`);
+      if (exists === 1) throw new Error(`key id ${record.id} already exists`);
+      throw new Error(`${idsKey} is not a set (it is a ${idsType}): nothing was written; repair or delete that value`);
     }
     const results = await this.#client
       .multi()
       .set(idKey, record.key_hash)
       .set(this.#recordKey(record.key_hash), JSON.stringify(record))
-      .sadd(this.#prefix + 'ids', record.id)
+      .sadd(idsKey, record.id)
       .exec();
-    if (results === null) throw new Error(`key id ${record.id} was created concurrently; try again`);
+    if (results === null) throw new Error(`key id ${record.id} already exists`); // taken in between
     const failed = results.find(([err]) => err !== null);
     if (failed !== undefined) throw new Error(`Redis refused part of the key's creation: ${failed[0]!.message}`);
   }

@@ -136,7 +136,9 @@ describe('keys show, update, disable, list', () => {
     const result = await runCli(['keys', 'create', '--acquirer', 'acq_b', '--permissions', 'eod_list'], brokenEnv);
     expect(result.code).toBe(1);
     expect(result.stdout).toBe('');
-    expect(result.stderr).toMatch(/Redis refused part of the key's creation: WRONGTYPE/);
+    expect(result.stderr).toMatch(new RegExp(`${redis.prefix}brokenids:ids is not a set \\(it is a string\\): nothing was written; repair or delete that value\n$`));
+    // Nothing else under the prefix: no id mapping, no record (Redis would not have rolled them back).
+    expect(await redis.client.keys(`${redis.prefix}brokenids:*`)).toEqual([`${redis.prefix}brokenids:ids`]);
   });
 
   it('refuses an option given twice, and never repeats a key typed where it does not belong', async () => {
@@ -160,9 +162,16 @@ describe('keys show, update, disable, list', () => {
       ['keys', 'create', '--acquirer', key, '--permissions', 'eod_list'],
       ['keys', 'show', body],
       ['keys', 'disable', body],
+      ['keys', 'show', `key_${body}`], // only acquirer_ cut off
+      ['keys', 'create', '--acquirer', 'acq_x', '--permissions', `eod_list,${body}`],
+      ['keys', 'create', '--acquirer', 'acq_x', '--permissions', 'eod_list', '--allow-ip', body],
+      ['keys', 'create', '--acquirer', 'acq_x', '--permissions', 'eod_list', '--description', `the old one was ${key}`],
+      ['policy', 'check', key],
+      ['policy', 'check', body],
     ]) {
       const result = await runCli(args, env);
-      expect([args, result.code, result.stdout]).toEqual([args, 2, '']);
+      // A usage error (2); for policy check, a file that cannot be read (1).
+      expect([args, result.code, result.stdout]).toEqual([args, args[0] === 'policy' ? 1 : 2, '']);
       expect(result.stderr).not.toContain(body.slice(0, 12));
     }
     expect((await runCli(['keys', 'list', '--acquirer', key], env)).stderr).not.toContain(body.slice(0, 12));

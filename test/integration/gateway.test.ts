@@ -340,7 +340,13 @@ it('Expect: 100-continue gets the final answer, never a 100 inviting the body of
   expect(res.status).toBe(401);
   expect(res.body).toBe('{"message":"Invalid authentication information"}');
   expect(res.headers['www-authenticate']).toBe('Bearer');
+  expect(res.headers.connection).toBe('close'); // the body it declared may still come
   expect(upstream.received.length).toBe(before);
+  // One that declares no body loses nothing by its 100, and keeps its connection.
+  const bodyless = await sendRaw(gateway.port, 'GET /v1/acquirer/eod_statements HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n\r\n');
+  const final = parseRawResponse(bodyless.replace(/^HTTP\/1\.1 100 Continue\r\n\r\n/, ''));
+  expect(final.status).toBe(401);
+  expect(final.headers.connection).toBe('keep-alive');
 });
 
 it('a malformed request pipelined behind a streaming response cuts the connection, never lands in the body', async () => {

@@ -179,7 +179,10 @@ describe('KeyResolver', () => {
     store.emit({ type: 'resync' });
     await resolver.resolve(record.key_hash);
     expect(store.lookups).toBe(3);
-    // Not asked again: a store that lost the disable (restarted from an older snapshot) cannot bring the key back.
+    // Not asked again: a store that lost the disable (restarted from an older snapshot) cannot bring the key back,
+    // not even with a change notice for it (an update of the record that forgot the disable).
+    expect(await resolver.resolve(disabled.key_hash)).toEqual({ kind: 'disabled' });
+    store.emit({ type: 'changed', keyHash: disabled.key_hash });
     expect(await resolver.resolve(disabled.key_hash)).toEqual({ kind: 'disabled' });
     expect(store.lookups).toBe(3);
   });

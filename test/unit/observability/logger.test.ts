@@ -51,6 +51,20 @@ describe('what the scrubbing keeps and replaces', () => {
     expect(JSON.parse(lines[1]!)).toMatchObject(clean);
   });
 
+  it('redacts an error wherever it is in the record, not only under err', () => {
+    const { lines, stream } = capture();
+    const logger = createLogger('info', stream);
+    const failure = Object.assign(new Error(`lookup of ${KEY} failed`), { key: 'opaque-secret', detail: KEY, config: { headers: { Authorization: `Bearer ${KEY}` } } });
+    logger.info({ upstream: { failure }, list: [failure] }, 'nested error');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).not.toContain('opaque-secret');
+    expect(lines[0]).not.toContain('S'.repeat(20));
+    const line = JSON.parse(lines[0]!);
+    expect(line.upstream.failure).toMatchObject({ message: 'lookup of acquirer_key_[redacted] failed', key: '[redacted]', detail: 'acquirer_key_[redacted]' });
+    expect(line.upstream.failure.config.headers.Authorization).toBe('[redacted]');
+    expect(line.list[0].message).toBe('lookup of acquirer_key_[redacted] failed');
+  });
+
   it('writes nothing nested deeper than it searches, secret or not', () => {
     const { lines, stream } = capture();
     const logger = createLogger('info', stream);
