@@ -15,7 +15,7 @@
 // runs: loading the gateway's (Express, ioredis, prom-client …) is most of `serve`'s start-up, and
 // its signal handling has to begin before that (signals.ts).
 import { CommandError, PolicyInvalid, UsageError, wantsHelp } from './cli/usage-error.js';
-import { redactSecrets } from './observability/redact.js';
+import { redactKeysAndBodies } from './observability/redact.js';
 import { holdSignalsDuringStartUp } from './signals.js';
 
 const USAGE = `usage: acquirer-gateway <command>
@@ -45,7 +45,7 @@ async function main(argv: string[]): Promise<void> {
       return policyCommand(args, {
         env: process.env,
         out: (text) => process.stdout.write(text),
-        err: (line) => process.stderr.write(withoutKeys(line) + '\n'),
+        err: (line) => process.stderr.write(redactKeysAndBodies(line) + '\n'),
       });
     }
     case undefined:
@@ -59,17 +59,10 @@ async function main(argv: string[]): Promise<void> {
   }
 }
 
-/**
- * A message that may quote what an operator typed where it did not belong (a key as a command, an
- * option, a list entry, a file name), without the key: whole, or its random part alone (a run of 43
- * or more base64url characters, which nothing the commands print otherwise holds).
- */
-function withoutKeys(text: string): string {
-  return redactSecrets(text).replace(/[A-Za-z0-9_-]{43,}/g, '[redacted]');
-}
-
 main(process.argv.slice(2)).catch((err: unknown) => {
-  const say = (text: string) => process.stderr.write(`acquirer-gateway: ${withoutKeys(text)}\n`);
+  // A message may quote what an operator typed where it did not belong (a key as a command, an
+  // option, a list entry, a file name): never the key, nor its random part pasted alone.
+  const say = (text: string) => process.stderr.write(`acquirer-gateway: ${redactKeysAndBodies(text)}\n`);
   if (err instanceof UsageError) {
     say(err.message);
     process.exit(2);

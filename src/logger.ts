@@ -46,22 +46,27 @@ function scrub(value: unknown, depth = 0): unknown {
   for (const k in value) {
     if (!Object.hasOwn(value, k)) continue;
     const v = (value as Record<string, unknown>)[k];
-    const clean = SECRET_FIELD.test(k) && v !== undefined && v !== null ? CENSORED : scrub(v, depth + 1);
+    const clean = SECRET_FIELD.test(k) && v !== undefined && v !== null ? CENSORED : k === 'command' ? redisCommand(v, depth) : scrub(v, depth + 1);
     if (clean !== v) out ??= { ...value };
     if (out !== undefined) out[k] = clean;
   }
   return out ?? value;
 }
 
-/**
- * Errors in full (message, stack, cause, aggregated errors, any own field), every string redacted.
- * A failed Redis command carries its arguments (an AUTH password, for one): only its name is kept.
- */
+/** Errors in full (message, stack, cause, aggregated errors, any own field), every string redacted. */
 function redactError(err: Error, depth = 0): unknown {
   if (!(err instanceof Error)) return scrub(err, depth);
-  const serialized = stdSerializers.err(err) as ReturnType<typeof stdSerializers.err> & { command?: { name?: unknown } };
-  if (serialized.command !== undefined) serialized.command = { name: serialized.command?.name };
-  return scrub(serialized, depth);
+  return scrub(stdSerializers.err(err), depth);
+}
+
+/**
+ * A failed Redis command, as ioredis attaches it to its errors (`command: { name, args }`), at any
+ * depth (an error's cause, an error held by another): its name only. Its arguments can hold an AUTH
+ * password or a key's record.
+ */
+function redisCommand(value: unknown, depth: number): unknown {
+  if (value !== null && typeof value === 'object' && 'args' in value) return { name: scrub((value as { name?: unknown }).name, depth + 1) };
+  return scrub(value, depth + 1);
 }
 
 /** A string as JSON: quoted as it is when it holds nothing JSON escapes (request ids, route ids, paths). */

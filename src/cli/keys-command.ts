@@ -12,7 +12,7 @@ import {
 import { ChangeNotAnnouncedError, CorruptKeyRecordError, KeyDisabledError, KeyNotFoundError, type KeyStore } from '../keys/key-store.js';
 import { RedisKeyStore } from '../keys/redis-key-store.js';
 import { familyCoveredWhole, parseCidr } from '../net/ip-allowlist.js';
-import { redactSecrets } from '../observability/redact.js';
+import { holdsKey, redactSecrets } from '../observability/redact.js';
 import { CommandError, parseCommandLine, UsageError, wantsHelp } from './usage-error.js';
 
 export const KEYS_USAGE = `usage:
@@ -131,8 +131,8 @@ export async function keysCommand(args: string[], ctx: KeysContext): Promise<voi
       if (acquirer === '') throw new UsageError('--acquirer: required and must not be empty');
       if (!isValidAcquirerId(acquirer)) throw new UsageError('--acquirer: use 1 to 128 of A-Z a-z 0-9 . _ : - (starting with a letter or digit)');
       // Both are stored and printed by show and list (the acquirer id also travels upstream): never a key.
-      if (redactSecrets(acquirer) !== acquirer) throw new UsageError('--acquirer: this is shaped like an API key; it was not stored or printed');
-      if (values.description !== undefined && redactSecrets(values.description) !== values.description) {
+      if (holdsKey(acquirer)) throw new UsageError('--acquirer: this is shaped like an API key; it was not stored or printed');
+      if (values.description !== undefined && holdsKey(values.description)) {
         throw new UsageError('--description: holds something shaped like an API key; it was not stored or printed');
       }
       if (values.permissions === undefined) throw new UsageError('--permissions: required');

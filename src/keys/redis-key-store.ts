@@ -236,7 +236,7 @@ export class RedisKeyStore implements KeyStore {
     const idKey = this.#idKey(record.id);
     const idsKey = this.#prefix + 'ids';
     // Not `ids`: every other key created meanwhile would abort this one. Its type is checked to
-    // refuse a standing corruption; one made in the instant between check and EXEC is reported.
+    // refuse a standing corruption; one made in the instant between check and EXEC is undone below.
     await this.#client.watch(idKey);
     const [exists, idsType] = await Promise.all([this.#client.exists(idKey), this.#client.type(idsKey)]);
     if (exists === 1 || (idsType !== 'set' && idsType !== 'none')) {
@@ -252,7 +252,11 @@ export class RedisKeyStore implements KeyStore {
       .exec();
     if (results === null) throw new Error(`key id ${record.id} already exists`); // taken in between
     const failed = results.find(([err]) => err !== null);
-    if (failed !== undefined) throw new Error(`Redis refused part of the key's creation: ${failed[0]!.message}`);
+    if (failed !== undefined) {
+      // `ids` changed type after the check: what was written is taken back, so no key is left that list cannot show.
+      await this.#client.del(idKey, this.#recordKey(record.key_hash));
+      throw new Error(`Redis refused part of the key's creation (${failed[0]!.message}): nothing was kept`);
+    }
   }
 
   async update(id: string, changes: KeyChanges): Promise<ApiKeyRecord> {

@@ -62,3 +62,21 @@ export function redactSecrets(text: string): string {
   }
   return redacted;
 }
+
+/**
+ * A key's random part on its own, without its prefix: 43 or more base64url characters in a row,
+ * upper and lower case among them (a random one lacks either with odds of about 1 in 10^10, while a
+ * long name of a file, route or permission is rarely in mixed case without a separator).
+ */
+const KEY_BODY_LIKE = /[A-Za-z0-9_-]{43,}/g;
+const isKeyBodyLike = (run: string) => /[A-Z]/.test(run) && /[a-z]/.test(run);
+
+/** Where an operator may have pasted a key's random part alone (the CLI's messages): it is cut out too. */
+export function redactKeysAndBodies(text: string): string {
+  return redactSecrets(text).replace(KEY_BODY_LIKE, (run) => (isKeyBodyLike(run) ? '[redacted]' : run));
+}
+
+/** Whether a text holds a key, or what looks like a key's random part alone. */
+export function holdsKey(text: string): boolean {
+  return redactKeysAndBodies(text) !== text;
+}

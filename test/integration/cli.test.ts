@@ -141,7 +141,7 @@ describe('keys show, update, disable, list', () => {
     expect(await redis.client.keys(`${redis.prefix}brokenids:*`)).toEqual([`${redis.prefix}brokenids:ids`]);
   });
 
-  it('refuses an option given twice, and never repeats a key typed where it does not belong', async () => {
+  it('refuses an option given twice', async () => {
     const twice = await runCli(['keys', 'create', '--acquirer', 'acq_twice', '--permissions', 'eod_list,eod_read', '--permissions', 'audit_logs_read'], env);
     expect([twice.code, twice.stdout]).toEqual([2, '']);
     expect(twice.stderr).toMatch(/^acquirer-gateway: --permissions: given more than once; give it once \(a list is comma-separated\)\n/);
@@ -150,31 +150,41 @@ describe('keys show, update, disable, list', () => {
     expect(JSON.parse((await runCli(['keys', 'list', '--acquirer', 'acq_twice'], env)).stdout || '[]')).toEqual([]);
     const serveTwice = await runCli(['serve', '--port', '1', '--port', '2'], env);
     expect([serveTwice.code, serveTwice.stderr]).toEqual([2, 'acquirer-gateway: --port: given more than once; give it once (a list is comma-separated)\n']);
+  });
 
-    const key = `acquirer_key_${'Q'.repeat(43)}`;
-    const body = 'Q'.repeat(43);
-    for (const args of [
-      [key],
-      ['keys', key],
-      ['keys', 'create', `--${key}`],
-      ['keys', 'create', '--acquirer', 'acq_x', '--permissions', `eod_list,${key}`],
-      ['keys', 'create', '--acquirer', 'acq_x', '--permissions', 'eod_list', '--allow-ip', key],
-      ['keys', 'create', '--acquirer', key, '--permissions', 'eod_list'],
-      ['keys', 'show', body],
-      ['keys', 'disable', body],
-      ['keys', 'show', `key_${body}`], // only acquirer_ cut off
-      ['keys', 'create', '--acquirer', 'acq_x', '--permissions', `eod_list,${body}`],
-      ['keys', 'create', '--acquirer', 'acq_x', '--permissions', 'eod_list', '--allow-ip', body],
-      ['keys', 'create', '--acquirer', 'acq_x', '--permissions', 'eod_list', '--description', `the old one was ${key}`],
-      ['policy', 'check', key],
-      ['policy', 'check', body],
-    ]) {
-      const result = await runCli(args, env);
-      // A usage error (2); for policy check, a file that cannot be read (1).
-      expect([args, result.code, result.stdout]).toEqual([args, args[0] === 'policy' ? 1 : 2, '']);
-      expect(result.stderr).not.toContain(body.slice(0, 12));
-    }
+  const body = 'ykQPTLcPv4Qc0xgsurJdfADZUx2g6HDQxhmdS_cMPoQ'; // a key's random part, as generateKey makes them
+  const key = `acquirer_key_${body}`;
+  it.each([
+    [[key]],
+    [['keys', key]],
+    [['keys', 'create', `--${key}`]],
+    [['keys', 'create', '--acquirer', 'acq_x', '--permissions', `eod_list,${key}`]],
+    [['keys', 'create', '--acquirer', 'acq_x', '--permissions', 'eod_list', '--allow-ip', key]],
+    [['keys', 'create', '--acquirer', key, '--permissions', 'eod_list']],
+    [['keys', 'create', '--acquirer', 'acq_x', '--permissions', 'eod_list', '--description', `the old one was ${key}`]],
+    [['keys', 'show', body]], // the random part alone
+    [['keys', 'disable', body]],
+    [['keys', 'show', `key_${body}`]], // only acquirer_ cut off
+    [['keys', 'create', '--acquirer', 'acq_x', '--permissions', `eod_list,${body}`]],
+    [['keys', 'create', '--acquirer', 'acq_x', '--permissions', 'eod_list', '--allow-ip', body]],
+    [['keys', 'create', '--acquirer', body, '--permissions', 'eod_list']],
+    [['keys', 'create', '--acquirer', 'acq_x', '--permissions', 'eod_list', '--description', `the old one was ${body}`]],
+    [['policy', 'check', key]],
+    [['policy', 'check', body]],
+  ])('never repeats a key typed where it does not belong: %j', async (args) => {
+    const result = await runCli(args, env);
+    // A usage error (2); for policy check, a file that cannot be read (1). Nothing stored, nothing printed.
+    expect([result.code, result.stdout]).toEqual([args[0] === 'policy' ? 1 : 2, '']);
+    expect(result.stderr).not.toContain(body.slice(0, 12));
+  });
+
+  it('says a long name of one case as it is: no key has one, and the name must be acted on', async () => {
     expect((await runCli(['keys', 'list', '--acquirer', key], env)).stderr).not.toContain(body.slice(0, 12));
+    const longName = 'end_of_day_settlement_report_download_all_merchants';
+    const unknown = await runCli(['keys', 'create', '--acquirer', 'acq_x', '--permissions', longName], env);
+    expect([unknown.code, unknown.stderr]).toEqual([2, `acquirer-gateway: --permissions: unknown permission "${longName}" (not in the policy's catalogue)\n`]);
+    const missing = await runCli(['policy', 'check', `/tmp/${longName}/policy.yaml`], env);
+    expect(missing.stderr).toContain(`/tmp/${longName}/policy.yaml`);
   });
 
   it('update needs something to change; usage errors exit 2', async () => {

@@ -34,6 +34,26 @@ async function readyStore(prefix: string): Promise<RedisKeyStore> {
 }
 
 describe('RedisKeyStore specifics', () => {
+  it('create leaves nothing behind when Redis refuses part of it after the checks (ids changed type just then)', async () => {
+    const prefix = `${redis.prefix}race:`;
+    const store = await readyStore(prefix);
+    const { Redis } = await import('ioredis');
+    const type = Redis.prototype.type;
+    // Right after the store looks at ids, someone else makes it a string.
+    Redis.prototype.type = async function (this: InstanceType<typeof Redis>, ...args: Parameters<typeof type>) {
+      const answer = await type.apply(this, args);
+      if (this !== redis.client) await redis.client.set(`${prefix}ids`, 'not a set');
+      return answer;
+    } as typeof type;
+    try {
+      await expect(store.create(newRecord())).rejects.toThrow(/^Redis refused part of the key's creation \(WRONGTYPE.*\): nothing was kept$/);
+    } finally {
+      Redis.prototype.type = type;
+      await store.close();
+    }
+    expect(await redis.client.keys(`${prefix}*`)).toEqual([`${prefix}ids`]);
+  });
+
   it('stores the hash and the record, never the raw key', async () => {
     const prefix = `${redis.prefix}raw:`;
     const store = await readyStore(prefix);

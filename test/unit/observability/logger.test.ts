@@ -65,6 +65,17 @@ describe('what the scrubbing keeps and replaces', () => {
     expect(line.list[0].message).toBe('lookup of acquirer_key_[redacted] failed');
   });
 
+  it('keeps only the name of a Redis command, however deep its error is held', () => {
+    const { lines, stream } = capture();
+    const logger = createLogger('info', stream);
+    const redisError = () => Object.assign(new Error('WRONGPASS'), { command: { name: 'auth', args: ['default', 'hunter2-secret'] } });
+    const holder = Object.assign(new Error('outer'), { detail: redisError() });
+    logger.warn({ err: new AggregateError([redisError()], 'several', { cause: redisError() }), context: { holder } }, 'deep redis errors');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).not.toContain('hunter2-secret');
+    expect(JSON.parse(lines[0]!).context.holder.detail.command).toEqual({ name: 'auth' });
+  });
+
   it('writes nothing nested deeper than it searches, secret or not', () => {
     const { lines, stream } = capture();
     const logger = createLogger('info', stream);
