@@ -24,10 +24,17 @@ afterAll(async () => {
   await redis.stop();
 });
 
-/** GET calls Redis has served so far, from INFO commandstats. */
-async function redisGets(): Promise<number> {
+/**
+ * Commands Redis has served so far, of every kind, from INFO commandstats: all but the gateway's
+ * health-check PINGs (one per connection per second, whatever the traffic) and this test's own INFO.
+ */
+async function redisCommands(): Promise<number> {
   const info = await redis.client.info('commandstats');
-  return Number(/cmdstat_get:calls=(\d+)/.exec(info)?.[1] ?? 0);
+  let calls = 0;
+  for (const [, name, count] of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
+    if (name !== 'ping' && name !== 'info') calls += Number(count);
+  }
+  return calls;
 }
 
 async function flood(count: number, concurrency: number, make: (i: number) => [string, http.OutgoingHttpHeaders]): Promise<number[]> {
@@ -52,20 +59,23 @@ async function flood(count: number, concurrency: number, make: (i: number) => [s
   return statuses;
 }
 
-it('1,000 repetitions of one unknown key reach Redis once', async () => {
-  const before = await redisGets();
+it('1,000 repetitions of one unknown key reach Redis once (three times at most)', async () => {
+  const before = await redisCommands();
   const statuses = await flood(1000, 20, () => ['/v1/acquirer/eod_statements', { authorization: `Bearer acquirer_key_${'F'.repeat(43)}` }]);
   expect(statuses.every((s) => s === 401)).toBe(true);
   // Ideally 1: concurrent misses share a lookup and later ones hit the negative cache (by a margin, if
-  // the 10 s negative TTL ran out mid-flood on a slow machine).
-  expect((await redisGets()) - before).toBeLessThanOrEqual(3);
+  // the 10 s negative TTL ran out mid-flood on a slow machine). At least 1: the key was looked up.
+  const commands = (await redisCommands()) - before;
+  expect(commands).toBeGreaterThanOrEqual(1);
+  expect(commands).toBeLessThanOrEqual(3);
 });
 
-it('1,000 requests with a cached key reach Redis at most once', async () => {
-  const before = await redisGets();
+it('1,000 requests with one key reach Redis once, for its first use', async () => {
+  const before = await redisCommands();
   const statuses = await flood(1000, 20, () => ['/v1/acquirer/eod_statements', { authorization: `Bearer ${key}` }]);
   expect(statuses.every((s) => s === 200)).toBe(true);
-  expect((await redisGets()) - before).toBeLessThanOrEqual(1);
+  // Its first use is looked up (the gateway started with an empty cache); the rest are answered from memory.
+  expect((await redisCommands()) - before).toBe(1);
 });
 
 it('a flood of random paths, methods and keys does not grow the metrics', async () => {

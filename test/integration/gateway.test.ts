@@ -131,11 +131,13 @@ describe('authentication (error table: 401)', () => {
   });
 
   it('refuses two Host headers with 400, upstream untouched', async () => {
+    const before = upstream.received.length;
     const res = parseRawResponse(
       await sendRaw(gateway.port, `GET ${LIST} HTTP/1.1\r\nHost: a\r\nHost: b\r\nAuthorization: Bearer ${keys.acq1!.key}\r\n\r\n`),
     );
     expect(res.status).toBe(400);
     expect(res.body).toBe('{"message":"Bad request"}');
+    expect(upstream.received.length).toBe(before);
   });
 
   it('refuses two Authorization headers with 400, upstream untouched', async () => {

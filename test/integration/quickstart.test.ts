@@ -73,10 +73,21 @@ it('follows edits to its policy file, as serve does', async () => {
   await waitFor(async () => (await catalogue()) === 404, { what: 'the edit to apply' });
 });
 
-it('takes SIGHUP as a reload, as serve does, and stops everything on Ctrl-C (SIGINT) with exit code 0', async () => {
-  const exited = new Promise<[number | null, string | null]>((resolve) => child.once('exit', (code, signal) => resolve([code, signal])));
-  // Both pending at once, SIGHUP is delivered first: Node's default action for it would end the process by it.
+it('takes SIGHUP as a reload, as serve does', async () => {
+  const metrics = new URL(/metrics on (http:\/\/\S+\/metrics)/.exec(output)![1]!);
+  const reloads = async () => {
+    const text = (await request(metrics.origin, metrics.pathname)).body.toString();
+    return [...text.matchAll(/^acquirer_gateway_policy_reloads_total\{[^}]*\} (\d+)$/gm)].reduce((sum, m) => sum + Number(m[1]), 0);
+  };
+  const before = await reloads();
   child.kill('SIGHUP');
+  // Node's default action for SIGHUP would have ended the process: then no reload would ever be counted.
+  await waitFor(async () => (await reloads()) > before, { timeoutMs: 3000, what: 'the SIGHUP reload to be counted' });
+  expect(child.exitCode).toBeNull();
+});
+
+it('stops everything on Ctrl-C (SIGINT) with exit code 0', async () => {
+  const exited = new Promise<[number | null, string | null]>((resolve) => child.once('exit', (code, signal) => resolve([code, signal])));
   child.kill('SIGINT');
   expect(await exited).toEqual([0, null]);
 });
