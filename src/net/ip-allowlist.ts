@@ -5,6 +5,31 @@ export type IpAddress = ipaddr.IPv4 | ipaddr.IPv6;
 const IPV4_STRICT = /^(?:0|[1-9][0-9]{0,2})(?:\.(?:0|[1-9][0-9]{0,2})){3}$/;
 const PREFIX_STRICT = /^(?:0|[1-9][0-9]{0,2})$/;
 
+/**
+ * An address exactly as written, or null: IPv4 only in dotted decimal without leading zeros (never
+ * the legacy forms `0313.0.0.1`, `0xcb.0.0.1`, `203.0.113`, `3405803777`, which some parsers accept),
+ * also when it ends an IPv6 address; an IPv6 address with its zone id, if any.
+ * ipaddr.js reads the deprecated IPv4-compatible `::a.b.c.d` as the IPv4-mapped `::ffff:a.b.c.d`,
+ * another address, which would then count as the IPv4 `a.b.c.d`: a peer at `::203.0.113.5` would pass
+ * a whitelist of 203.0.113.0/24, and one at `::<a trusted proxy's IPv4>` would be believed as that
+ * proxy. So the dotted part is turned into the two hex groups it spells before ipaddr.js sees it.
+ */
+function parseStrict(text: string): IpAddress | null {
+  if (IPV4_STRICT.test(text)) return ipaddr.IPv4.isValidFourPartDecimal(text) ? ipaddr.IPv4.parse(text) : null;
+  if (!text.includes(':')) return null;
+  const zoneAt = text.indexOf('%');
+  let address = zoneAt === -1 ? text : text.slice(0, zoneAt);
+  const lastColon = address.lastIndexOf(':');
+  const tail = address.slice(lastColon + 1);
+  if (tail.includes('.')) {
+    if (!IPV4_STRICT.test(tail) || !ipaddr.IPv4.isValidFourPartDecimal(tail)) return null;
+    const [a, b, c, d] = tail.split('.').map(Number) as [number, number, number, number];
+    address = `${address.slice(0, lastColon + 1)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+  }
+  const written = zoneAt === -1 ? address : address + text.slice(zoneAt);
+  return ipaddr.IPv6.isValid(written) ? ipaddr.IPv6.parse(written) : null;
+}
+
 /** `everyAddress`: refused because it covers every address (a /0); each caller says what to do instead. */
 export type CidrParseResult = { ok: true; cidr: string } | { ok: false; reason: string; everyAddress?: true };
 
@@ -18,15 +43,9 @@ export function parseCidr(text: string): CidrParseResult {
   const [addressText = '', prefixText, ...rest] = text.trim().split('/');
   if (rest.length > 0) return { ok: false, reason: 'more than one "/"' };
   if (addressText.includes('%')) return { ok: false, reason: 'zone ids are not allowed' };
-  let address: IpAddress;
-  if (IPV4_STRICT.test(addressText)) {
-    if (!ipaddr.IPv4.isValidFourPartDecimal(addressText)) return { ok: false, reason: 'IPv4 octet out of range' };
-    address = ipaddr.IPv4.parse(addressText);
-  } else if (addressText.includes(':') && ipaddr.IPv6.isValid(addressText)) {
-    address = ipaddr.IPv6.parse(addressText);
-  } else {
-    return { ok: false, reason: 'not an IPv4 address in dotted decimal without leading zeros, or an IPv6 address' };
-  }
+  if (IPV4_STRICT.test(addressText) && !ipaddr.IPv4.isValidFourPartDecimal(addressText)) return { ok: false, reason: 'IPv4 octet out of range' };
+  let address = parseStrict(addressText);
+  if (address === null) return { ok: false, reason: 'not an IPv4 address in dotted decimal without leading zeros, or an IPv6 address' };
   const width = address.kind() === 'ipv4' ? 32 : 128;
   let prefix = width;
   if (prefixText !== undefined) {
@@ -59,13 +78,19 @@ function addressRange(cidr: string): { family: 'IPv4' | 'IPv6'; first: bigint; l
   return { family: bits === 32 ? 'IPv4' : 'IPv6', first, last: first + (1n << BigInt(bits - prefix)) - 1n };
 }
 
+const IPV4_MAPPED = { family: 'IPv6', first: 0xffffn << 32n, last: (0xffffn << 32n) + 0xffffffffn } as const;
+
 /**
  * The address family whose every address the entries allow together (`0.0.0.0/1` and `128.0.0.0/1`,
  * say), or null. A /0 is refused entry by entry; this catches the same "any address" spelled in parts.
  */
 export function familyCoveredWhole(cidrs: readonly string[]): 'IPv4' | 'IPv6' | null {
   for (const family of ['IPv4', 'IPv6'] as const) {
-    const ranges = cidrs.map(addressRange).filter((r) => r.family === family).sort((a, b) => (a.first < b.first ? -1 : a.first > b.first ? 1 : 0));
+    const ranges = cidrs.map(addressRange).filter((r) => r.family === family);
+    // IPv4-mapped IPv6 is judged as IPv4, never as IPv6: entries covering every other IPv6 address
+    // cover every IPv6 address a client can be seen from.
+    if (family === 'IPv6') ranges.push(IPV4_MAPPED);
+    ranges.sort((a, b) => (a.first < b.first ? -1 : a.first > b.first ? 1 : 0));
     // The first address not yet covered, walking the ranges in order.
     let next = 0n;
     for (const range of ranges) {
@@ -78,12 +103,13 @@ export function familyCoveredWhole(cidrs: readonly string[]): 'IPv4' | 'IPv6' | 
 }
 
 /**
- * Parses an address as it comes from a socket or a proxy header. IPv4-mapped IPv6 becomes IPv4,
- * so one whitelist entry covers both spellings of the same client. Null when unparseable.
+ * Parses an address as it comes from a socket or a proxy header, as strictly as a whitelist entry is
+ * written (parseStrict). IPv4-mapped IPv6 (`::ffff:a.b.c.d`, and nothing else) becomes IPv4, so one
+ * whitelist entry covers both spellings of the same client. Null when unparseable.
  */
 export function parseAddress(text: string | undefined): IpAddress | null {
-  if (text === undefined || !ipaddr.isValid(text)) return null;
-  return ipaddr.process(text);
+  const address = text === undefined ? null : parseStrict(text);
+  return address instanceof ipaddr.IPv6 && address.isIPv4MappedAddress() ? address.toIPv4Address() : address;
 }
 
 /** A compiled set of CIDRs. */

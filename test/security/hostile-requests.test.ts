@@ -195,6 +195,14 @@ const GROUPS: Record<string, HostileCase[]> = {
     { name: 'trusted proxy, Forwarded is not believed', from: '127.0.0.2', request: (k) => get(LIST, auth(k.whitelisted), 'Forwarded: for=203.0.113.5'), ...refused(401) },
     { name: 'X-Real-IP is not believed', from: '127.0.0.2', request: (k) => get(LIST, auth(k.whitelisted), 'X-Real-IP: 203.0.113.5'), ...refused(401) },
     { name: 'two X-Forwarded-For headers are read as one chain', from: '127.0.0.2', request: (k) => get(LIST, auth(k.whitelisted), 'X-Forwarded-For: 203.0.113.5', 'X-Forwarded-For: 198.51.100.1'), ...refused(401) },
+    // The whitelist's IPv4 address in other spellings: IPv4-compatible IPv6 (another address), and legacy forms.
+    ...['::203.0.113.5', '3405803777', '0xcb007105', '0313.0.113.5', '203.000.113.005'].map((hop) => ({
+      name: `trusted proxy, the whitelisted address spelled ${hop}`,
+      from: '127.0.0.2',
+      request: (k: Keys) => get(LIST, auth(k.whitelisted), `X-Forwarded-For: ${hop}`),
+      ...refused(401),
+    })),
+    { name: 'trusted proxy, the whitelisted address as IPv4-mapped IPv6', from: '127.0.0.2', request: (k) => get(LIST, auth(k.whitelisted), 'X-Forwarded-For: ::ffff:203.0.113.5'), ...ok(LIST) },
   ],
   'framing and smuggling': [
     { name: 'Content-Length and Transfer-Encoding', request: (k) => get(LIST, auth(k.acq1), 'Content-Length: 4', 'Transfer-Encoding: chunked') + '0\r\n\r\n', ...refused(400) },
