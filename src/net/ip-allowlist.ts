@@ -8,7 +8,7 @@ const PREFIX_STRICT = /^(?:0|[1-9][0-9]{0,2})$/;
 /**
  * An address exactly as written, or null: IPv4 only in dotted decimal without leading zeros (never
  * the legacy forms `0313.0.0.1`, `0xcb.0.0.1`, `203.0.113`, `3405803777`, which some parsers accept),
- * also when it ends an IPv6 address; an IPv6 address with its zone id, if any.
+ * also when it ends an IPv6 address; an IPv6 address without its zone id, if any.
  * ipaddr.js reads the deprecated IPv4-compatible `::a.b.c.d` as the IPv4-mapped `::ffff:a.b.c.d`,
  * another address, which would then count as the IPv4 `a.b.c.d`: a peer at `::203.0.113.5` would pass
  * a whitelist of 203.0.113.0/24, and one at `::<a trusted proxy's IPv4>` would be believed as that
@@ -18,6 +18,9 @@ function parseStrict(text: string): IpAddress | null {
   if (IPV4_STRICT.test(text)) return ipaddr.IPv4.isValidFourPartDecimal(text) ? ipaddr.IPv4.parse(text) : null;
   if (!text.includes(':')) return null;
   const zoneAt = text.indexOf('%');
+  // A link-local peer's zone (an interface name, `eth0.100`, `br-lan`) matters to no whitelist entry,
+  // which can hold none: it is checked for an interface name's characters and dropped.
+  if (zoneAt !== -1 && !ZONE_ID.test(text.slice(zoneAt + 1))) return null;
   let address = zoneAt === -1 ? text : text.slice(0, zoneAt);
   const lastColon = address.lastIndexOf(':');
   const tail = address.slice(lastColon + 1);
@@ -26,9 +29,10 @@ function parseStrict(text: string): IpAddress | null {
     const [a, b, c, d] = tail.split('.').map(Number) as [number, number, number, number];
     address = `${address.slice(0, lastColon + 1)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
   }
-  const written = zoneAt === -1 ? address : address + text.slice(zoneAt);
-  return ipaddr.IPv6.isValid(written) ? ipaddr.IPv6.parse(written) : null;
+  return ipaddr.IPv6.isValid(address) ? ipaddr.IPv6.parse(address) : null;
 }
+
+const ZONE_ID = /^[A-Za-z0-9._-]{1,64}$/;
 
 /** `everyAddress`: refused because it covers every address (a /0); each caller says what to do instead. */
 export type CidrParseResult = { ok: true; cidr: string } | { ok: false; reason: string; everyAddress?: true };

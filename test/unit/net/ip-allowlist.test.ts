@@ -83,7 +83,10 @@ describe('parseAddress', () => {
     expect(parseAddress('::203.0.113.5')?.kind()).toBe('ipv6');
     expect(parseAddress('64:ff9b::203.0.113.5')?.toString()).toBe('64:ff9b::cb00:7105');
     expect(parseAddress('::FFFF:203.0.113.5')?.toString()).toBe('203.0.113.5');
-    expect(parseAddress('fe80::1%eth0')?.kind()).toBe('ipv6'); // a socket's link-local peer
+    // A socket's link-local peer, on any interface (a VLAN's, a bridge's): the zone matters to no entry.
+    for (const peer of ['fe80::1%eth0', 'fe80::1%eth0.100', 'fe80::1%br-lan', 'fe80::1%2']) expect(parseAddress(peer)?.toString()).toBe('fe80::1');
+    expect(parseAddress('fe80::1%')).toBeNull();
+    expect(parseAddress('fe80::1%eth0 x')).toBeNull();
   });
 
   it.each([
