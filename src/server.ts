@@ -16,6 +16,21 @@ import type { CompiledPolicy } from './policy/compile.js';
 import { COLLECT_EVERY_BYTES, youngCollector } from './proxy/streamed-memory.js';
 import { createUpstreamAgent } from './proxy/upstream-proxy.js';
 
+/**
+ * Requests one connection may have waiting behind the answers before them. An HTTP/1.1 client that
+ * pipelines at all (browsers do not) keeps a handful in flight; past this the connection is closed.
+ */
+export const MAX_PIPELINED_REQUESTS = 32;
+const PIPELINED = Symbol('requests pipelined and not yet answered');
+type PipelinedSocket = Socket & { [PIPELINED]?: number };
+/** One listener for every response, not a closure per request. */
+function countAnswered(this: http.ServerResponse): void {
+  (this.req.socket as PipelinedSocket)[PIPELINED]! -= 1;
+}
+
+/** Node's default is 30 s: HEADERS_TIMEOUT_MS and REQUEST_TIMEOUT_MS are enforced within this of their deadline. */
+const CONNECTIONS_CHECKING_INTERVAL_MS = 1_000;
+
 export interface RunningGateway {
   readonly port: number;
   /** null for a cluster worker: the primary serves the admin endpoints for all of them. */
@@ -94,6 +109,10 @@ export async function startGateway(config: Config, { logger, policy: initialPoli
   });
 
   let shuttingDown = false;
+  const peerText = (socket: Socket) => {
+    const peer = peerAddress(socket);
+    return peer === null ? null : addressText(peer);
+  };
   // Host is checked by the request guard, so that its refusal has the documented body.
   const server = http.createServer(
     {
@@ -106,6 +125,9 @@ export async function startGateway(config: Config, { logger, policy: initialPoli
       // destroyed from the start (`destroyed` true, `complete` false): nothing here looks at either,
       // and a client that goes away is seen through the response's 'close', never the request's.
       optimizeEmptyRequests: true,
+      // How often Node looks for requests past HEADERS_TIMEOUT_MS or REQUEST_TIMEOUT_MS: its default,
+      // every 30 s, let a slow-loris connection live up to 30 s past either.
+      connectionsCheckingInterval: CONNECTIONS_CHECKING_INTERVAL_MS,
       headersTimeout: config.headersTimeoutMs,
       requestTimeout: config.requestTimeoutMs,
       keepAliveTimeout: config.keepAliveTimeoutMs,
@@ -178,9 +200,19 @@ export async function startGateway(config: Config, { logger, policy: initialPoli
   const closeIdleIfShuttingDown = () => {
     if (shuttingDown) setImmediate(() => server.closeIdleConnections());
   };
-  server.on('request', (_req: http.IncomingMessage, res: http.ServerResponse) => {
+  server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
     if (shuttingDown) res.shouldKeepAlive = false;
     res.on('finish', closeIdleIfShuttingDown);
+    // Node parses pipelined requests as fast as they arrive and queues each behind the answers before
+    // it, with nothing written to push back: one connection with a valid key could queue 150,000
+    // (730 MiB, and a 25 s stall for everyone when they were dropped). Past the limit it is closed.
+    const socket = req.socket as PipelinedSocket;
+    socket[PIPELINED] = (socket[PIPELINED] ?? 0) + 1;
+    res.on('close', countAnswered);
+    if (socket[PIPELINED] > MAX_PIPELINED_REQUESTS) {
+      logger.warn({ limit: MAX_PIPELINED_REQUESTS, client: peerText(socket) }, 'a connection pipelined more requests than the limit ahead of their answers: closed');
+      socket.destroy();
+    }
   });
 
   const readiness = (): ReadinessCheck => ({

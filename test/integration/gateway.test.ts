@@ -1,11 +1,14 @@
 import { createHash } from 'node:crypto';
 import http from 'node:http';
+import net from 'node:net';
+import { MAX_PIPELINED_REQUESTS } from '../../src/server.js';
 import { createKey, runCli, startServe, type ServeProcess } from '../helpers/cli.js';
 import { bearer, headerNames, request, type HttpResult } from '../helpers/http.js';
 import { STATEMENT_ID } from '../helpers/policy.js';
 import { startTestRedis, type TestRedis } from '../helpers/redis.js';
 import { parseRawResponse, sendRaw } from '../helpers/raw.js';
 import { headerValues, startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
+import { waitFor } from '../helpers/wait.js';
 
 /**
  * The gateway as an operator runs it: `acquirer-gateway serve` against a real Redis and a real
@@ -350,6 +353,56 @@ it('Expect: 100-continue gets the final answer, never a 100 inviting the body of
   expect(final.status).toBe(401);
   expect(final.headers.connection).toBe('keep-alive');
 });
+
+describe('pipelining', () => {
+  /** Writes `count` pipelined GETs in one go; resolves with the statuses answered when `count` came back or the server closed. */
+  const pipeline = (count: number) =>
+    new Promise<{ statuses: number[]; closedByServer: boolean }>((resolve, reject) => {
+      const socket = net.connect(gateway.port, '127.0.0.1');
+      let received = '';
+      const statuses = () => [...received.matchAll(/^HTTP\/1\.1 (\d{3})/gm)].map((m) => Number(m[1]));
+      socket.on('data', (d: Buffer) => {
+        received += d.toString('latin1');
+        if (statuses().length === count) {
+          socket.destroy();
+          resolve({ statuses: statuses(), closedByServer: false });
+        }
+      });
+      socket.on('end', () => resolve({ statuses: statuses(), closedByServer: true }));
+      socket.on('error', reject);
+      socket.write(`GET ${LIST} HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${keys.acq1!.key}\r\n\r\n`.repeat(count));
+    });
+
+  it(`answers ${MAX_PIPELINED_REQUESTS} requests pipelined in one write, in order`, async () => {
+    const { statuses, closedByServer } = await pipeline(MAX_PIPELINED_REQUESTS);
+    expect(closedByServer).toBe(false);
+    expect(statuses).toEqual(Array(MAX_PIPELINED_REQUESTS).fill(200));
+  });
+
+  it('closes a connection that pipelines more, before they pile up, and serves everyone else', async () => {
+    const { statuses, closedByServer } = await pipeline(MAX_PIPELINED_REQUESTS * 10);
+    expect(closedByServer).toBe(true);
+    expect(statuses.length).toBeLessThan(MAX_PIPELINED_REQUESTS * 10);
+    expect((await get(LIST, bearer(keys.acq2!.key))).status).toBe(200);
+    const line = await waitFor(() => gateway.logLines.map((l) => JSON.parse(l)).find((e) => e.msg === 'a connection pipelined more requests than the limit ahead of their answers: closed'), { what: 'the log line' });
+    expect(line).toMatchObject({ level: 40, limit: MAX_PIPELINED_REQUESTS, client: '127.0.0.1' });
+  });
+});
+
+it('a client that sends its head too slowly is cut soon after HEADERS_TIMEOUT_MS, not up to 30 s later', async () => {
+  const strict = await startServe({ ...env, UPSTREAM_URL: upstream.url, HEADERS_TIMEOUT_MS: '1000', REQUEST_TIMEOUT_MS: '1000' });
+  try {
+    const socket = net.connect(strict.port, '127.0.0.1');
+    socket.on('error', () => {});
+    const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()));
+    socket.write(`GET ${LIST} HTTP/1.1\r\nHost: a\r\n`); // and never the rest
+    // Node's own check runs every 30 s unless told otherwise; the gateway has it run every second.
+    await waitFor(() => socket.destroyed, { timeoutMs: 4_000, what: 'the server to close the slow connection' });
+    await closed;
+  } finally {
+    await strict.stop();
+  }
+}, 15_000);
 
 it('a malformed request pipelined behind a streaming response cuts the connection, never lands in the body', async () => {
   const socket = (await import('node:net')).connect(gateway.port, '127.0.0.1');
