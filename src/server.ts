@@ -23,10 +23,6 @@ import { createUpstreamAgent } from './proxy/upstream-proxy.js';
 export const MAX_PIPELINED_REQUESTS = 32;
 const PIPELINED = Symbol('requests pipelined and not yet answered');
 type PipelinedSocket = Socket & { [PIPELINED]?: number };
-/** One listener for every response, not a closure per request. */
-function countAnswered(this: http.ServerResponse): void {
-  (this.req.socket as PipelinedSocket)[PIPELINED]! -= 1;
-}
 
 /** Node's default is 30 s: HEADERS_TIMEOUT_MS and REQUEST_TIMEOUT_MS are enforced within this of their deadline. */
 const CONNECTIONS_CHECKING_INTERVAL_MS = 1_000;
@@ -195,20 +191,22 @@ export async function startGateway(config: Config, { logger, policy: initialPoli
     if (req.headers['transfer-encoding'] === undefined && (req.headers['content-length'] ?? '0') === '0') res.writeContinue();
     server.emit('request', req, res);
   });
-  // While shutting down, no response keeps its connection: each closes once its response is done.
-  // One listener function for every response, not a closure per request.
-  const closeIdleIfShuttingDown = () => {
+  // One listener function for every response, not a closure per request (nor a second listener):
+  // the answer is counted off its connection's pipeline, and while shutting down, no response keeps
+  // its connection: each closes once its response is done. An answer that never finishes (the client
+  // left) needs no counting: its connection is gone.
+  function responseDone(this: http.ServerResponse) {
+    (this.req.socket as PipelinedSocket)[PIPELINED]! -= 1;
     if (shuttingDown) setImmediate(() => server.closeIdleConnections());
-  };
+  }
   server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
     if (shuttingDown) res.shouldKeepAlive = false;
-    res.on('finish', closeIdleIfShuttingDown);
+    res.on('finish', responseDone);
     // Node parses pipelined requests as fast as they arrive and queues each behind the answers before
     // it, with nothing written to push back: one connection with a valid key could queue 150,000
     // (730 MiB, and a 25 s stall for everyone when they were dropped). Past the limit it is closed.
     const socket = req.socket as PipelinedSocket;
     socket[PIPELINED] = (socket[PIPELINED] ?? 0) + 1;
-    res.on('close', countAnswered);
     if (socket[PIPELINED] > MAX_PIPELINED_REQUESTS) {
       logger.warn({ limit: MAX_PIPELINED_REQUESTS, client: peerText(socket) }, 'a connection pipelined more requests than the limit ahead of their answers: closed');
       socket.destroy();
