@@ -105,6 +105,7 @@ export async function startGateway(config: Config, { logger, policy: initialPoli
   });
 
   let shuttingDown = false;
+  /** The socket's peer as logged, or null once the connection is gone. */
   const peerText = (socket: Socket) => {
     const peer = peerAddress(socket);
     return peer === null ? null : addressText(peer);
@@ -146,7 +147,6 @@ export async function startGateway(config: Config, { logger, policy: initialPoli
   const observeRefusal = (status: 400 | 431, code: 'BAD_REQUEST' | 'HEADERS_TOO_LARGE', requestId: string, socket: Socket, req?: http.IncomingMessage) => {
     metrics.requests.inc({ route: UNMATCHED_ROUTE, method: methodLabel(req?.method), status: String(status) });
     metrics.denials.inc({ reason: 'bad_request' });
-    const peer = peerAddress(socket);
     logger.flat(
       'info',
       {
@@ -159,7 +159,7 @@ export async function startGateway(config: Config, { logger, policy: initialPoli
         code,
         acquirer_id: null,
         key_id: null,
-        client: peer === null ? null : addressText(peer),
+        client: peerText(socket),
         duration_ms: null,
         upstream_ms: null,
         upstream_status: null,
