@@ -1,4 +1,5 @@
-import type { RequestHandler } from 'express';
+import type { RequestHandler, Response } from 'express';
+import type { ErrorCode } from '../errors/codes.js';
 import { GatewayError } from '../errors/gateway-error.js';
 
 /**
@@ -10,18 +11,28 @@ import { GatewayError } from '../errors/gateway-error.js';
 /** More header lines than this is refused with 431 (Node would otherwise drop the excess silently). */
 export const MAX_HEADER_COUNT = 100;
 
+/**
+ * The refusal closes the connection: bytes that follow a request whose framing was in doubt are not
+ * trusted to start the next one. After an Upgrade request in particular, Node's parser reads nothing
+ * more, so a request pipelined behind it would wait unanswered until the keep-alive timeout.
+ */
+function refuse(res: Response, code: ErrorCode): never {
+  res.shouldKeepAlive = false;
+  throw new GatewayError(code);
+}
+
 export function createRequestGuard(): RequestHandler {
-  return function requestGuard(req, _res, next) {
+  return function requestGuard(req, res, next) {
     let hosts = 0;
     const raw = req.rawHeaders;
-    if (raw.length / 2 > MAX_HEADER_COUNT) throw new GatewayError('HEADERS_TOO_LARGE');
+    if (raw.length / 2 > MAX_HEADER_COUNT) refuse(res, 'HEADERS_TOO_LARGE');
     for (let i = 0; i < raw.length; i += 2) {
       if (raw[i]!.length === 4 && raw[i]!.toLowerCase() === 'host') hosts++;
     }
-    if (hosts > 1 || (hosts === 0 && req.httpVersionMajor === 1 && req.httpVersionMinor >= 1)) throw new GatewayError('BAD_REQUEST');
-    if (req.headers.upgrade !== undefined) throw new GatewayError('BAD_REQUEST');
+    if (hosts > 1 || (hosts === 0 && req.httpVersionMajor === 1 && req.httpVersionMinor >= 1)) refuse(res, 'BAD_REQUEST');
+    if (req.headers.upgrade !== undefined) refuse(res, 'BAD_REQUEST');
     // Node's parser lets "HTTP/0.9"-style and "HTTP/2.0" request lines through on an HTTP/1 socket.
-    if (req.httpVersionMajor !== 1) throw new GatewayError('BAD_REQUEST');
+    if (req.httpVersionMajor !== 1) refuse(res, 'BAD_REQUEST');
     next();
   };
 }

@@ -337,6 +337,34 @@ describe('requests Node\'s HTTP parser refuses', () => {
   });
 });
 
+describe('a request refused for its framing closes its connection: what follows it is not read as a request', () => {
+  /** Writes `bytes` and resolves with everything the server wrote once it closed the connection (the test's timeout if it never does). */
+  const untilServerCloses = (bytes: string) =>
+    new Promise<string>((resolve, reject) => {
+      const socket = net.connect(gateway.port, '127.0.0.1');
+      let received = '';
+      socket.on('data', (d: Buffer) => (received += d.toString('latin1')));
+      socket.on('end', () => resolve(received));
+      socket.on('error', reject);
+      socket.write(bytes);
+    });
+  const valid = () => `GET ${LIST} HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${keys.acq1!.key}\r\n\r\n`;
+
+  it.each([
+    ['a WebSocket upgrade', () => `GET ${LIST} HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${keys.acq1!.key}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n`],
+    ['two Host lines', () => `GET ${LIST} HTTP/1.1\r\nHost: a\r\nHost: b\r\nAuthorization: Bearer ${keys.acq1!.key}\r\n\r\n`],
+  ])('%s, with a valid request pipelined behind it', async (_name, refused) => {
+    const before = upstream.received.length;
+    const raw = await untilServerCloses(refused() + valid());
+    const res = parseRawResponse(raw);
+    expect(res.status).toBe(400);
+    expect(res.body).toBe('{"message":"Bad request"}');
+    expect(res.headers.connection).toBe('close');
+    expect([...raw.matchAll(/^HTTP\/1\.1 /gm)]).toHaveLength(1); // the request behind it was never read
+    expect(upstream.received.length).toBe(before);
+  });
+});
+
 it('Expect: 100-continue gets the final answer, never a 100 inviting the body of a request not yet judged', async () => {
   const before = upstream.received.length;
   const raw = await sendRaw(gateway.port, 'GET /v1/acquirer/eod_statements HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n');
