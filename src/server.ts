@@ -21,8 +21,9 @@ import { createUpstreamAgent } from './proxy/upstream-proxy.js';
  * pipelines at all (browsers do not) keeps a handful in flight; past this the connection is closed.
  */
 export const MAX_PIPELINED_REQUESTS = 32;
-const PIPELINED = Symbol('requests pipelined and not yet answered');
-type PipelinedSocket = Socket & { [PIPELINED]?: number };
+/** A connection's responses not yet finished, in the order they go out. */
+const PENDING = Symbol('responses not yet finished');
+type GatewaySocket = Socket & { [PENDING]?: http.ServerResponse[] };
 
 /** Node's default is 30 s: HEADERS_TIMEOUT_MS and REQUEST_TIMEOUT_MS are enforced within this of their deadline. */
 const CONNECTIONS_CHECKING_INTERVAL_MS = 1_000;
@@ -129,7 +130,6 @@ export async function startGateway(config: Config, { logger, policy: initialPoli
       requestTimeout: config.requestTimeoutMs,
       keepAliveTimeout: config.keepAliveTimeoutMs,
     },
-    app,
   );
   // Node drops header lines past maxHeadersCount without a word; the request guard refuses them instead.
   server.maxHeadersCount = 0;
@@ -191,26 +191,49 @@ export async function startGateway(config: Config, { logger, policy: initialPoli
     if (req.headers['transfer-encoding'] === undefined && (req.headers['content-length'] ?? '0') === '0') res.writeContinue();
     server.emit('request', req, res);
   });
+  // Every open connection, for the drain to reach the answers not yet under way.
+  const connections = new Set<GatewaySocket>();
+  server.on('connection', (socket: GatewaySocket) => {
+    connections.add(socket);
+    socket.once('close', () => connections.delete(socket));
+  });
+  /**
+   * While draining, the last answer still to start on a connection says `Connection: close`, and
+   * Node closes the connection after it: a client is told before it sends another request, rather
+   * than finding its next one on a closed connection. Only the last: Node drops the answers queued
+   * behind a closing one, so those before it keep their connection until it is their turn. (A
+   * request pipelined behind it after the drain began is not answered: a client that pipelines
+   * retries what a closed connection left unanswered, RFC 9112 §9.3.2.)
+   */
+  const closeAfterLast = (pending: readonly http.ServerResponse[]) => {
+    const last = pending.at(-1);
+    if (last !== undefined && !last.headersSent) last.shouldKeepAlive = false;
+  };
   // One listener function for every response, not a closure per request (nor a second listener):
-  // the answer is counted off its connection's pipeline, and while shutting down, no response keeps
-  // its connection: each closes once its response is done. An answer that never finishes (the client
-  // left) needs no counting: its connection is gone.
+  // the answer is taken off its connection's queue (answers finish in the order they were asked),
+  // and while shutting down, connections close once they are idle. An answer that never finishes
+  // (the client left) needs no taking off: its connection and queue are gone.
   function responseDone(this: http.ServerResponse) {
-    (this.req.socket as PipelinedSocket)[PIPELINED]! -= 1;
+    (this.req.socket as GatewaySocket)[PENDING]!.shift();
     if (shuttingDown) setImmediate(() => server.closeIdleConnections());
   }
+  // The connection is decided on before the app runs: a refusal it answers at once.
   server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
-    if (shuttingDown) res.shouldKeepAlive = false;
+    const socket = req.socket as GatewaySocket;
+    // The rest of a flood parsed from the same read as the request that closed the connection.
+    if (socket.destroyed) return;
     res.on('finish', responseDone);
+    const pending = (socket[PENDING] ??= []);
+    pending.push(res);
+    if (shuttingDown) closeAfterLast(pending);
     // Node parses pipelined requests as fast as they arrive and queues each behind the answers before
     // it, with nothing written to push back: one connection with a valid key could queue 150,000
     // (730 MiB, and a 25 s stall for everyone when they were dropped). Past the limit it is closed.
-    const socket = req.socket as PipelinedSocket;
-    socket[PIPELINED] = (socket[PIPELINED] ?? 0) + 1;
-    if (socket[PIPELINED] > MAX_PIPELINED_REQUESTS) {
+    if (pending.length > MAX_PIPELINED_REQUESTS) {
       logger.warn({ limit: MAX_PIPELINED_REQUESTS, client: peerText(socket) }, 'a connection pipelined more requests than the limit ahead of their answers: closed');
-      socket.destroy();
+      return void socket.destroy();
     }
+    app(req, res);
   });
 
   const readiness = (): ReadinessCheck => ({
@@ -256,6 +279,7 @@ export async function startGateway(config: Config, { logger, policy: initialPoli
     shutdown() {
       stopped ??= (async () => {
         shuttingDown = true;
+        for (const socket of connections) closeAfterLast(socket[PENDING] ?? []);
         logger.info({ deadline_ms: config.shutdownTimeoutMs }, 'shutting down: draining requests in flight');
         const drained = new Promise<void>((resolve) => server.close(() => resolve()));
         server.closeIdleConnections();

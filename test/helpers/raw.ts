@@ -39,3 +39,31 @@ export function parseRawResponse(raw: string): { status: number; headers: Record
   const length = Number(headers['content-length'] ?? 0);
   return { status: Number(statusLine.split(' ')[1]), headers, body: raw.slice(end + 4, end + 4 + length) };
 }
+
+/**
+ * Every response in `raw`, in order, each read as parseRawResponse reads the first; a chunked body
+ * is decoded (and must be whole).
+ */
+export function parseRawResponses(raw: string): ReturnType<typeof parseRawResponse>[] {
+  const responses: ReturnType<typeof parseRawResponse>[] = [];
+  let rest = raw;
+  while (rest.includes('\r\n\r\n')) {
+    const response = parseRawResponse(rest);
+    rest = rest.slice(rest.indexOf('\r\n\r\n') + 4);
+    if (response.headers['transfer-encoding'] === 'chunked') {
+      response.body = '';
+      for (;;) {
+        const size = parseInt(rest, 16);
+        if (Number.isNaN(size)) throw new Error(`not a chunk: ${JSON.stringify(rest.slice(0, 40))}`);
+        rest = rest.slice(rest.indexOf('\r\n') + 2);
+        response.body += rest.slice(0, size);
+        rest = rest.slice(size + 2);
+        if (size === 0) break;
+      }
+    } else {
+      rest = rest.slice(response.body.length);
+    }
+    responses.push(response);
+  }
+  return responses;
+}

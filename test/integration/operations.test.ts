@@ -1,9 +1,11 @@
 import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
+import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createKey, runCli, startServe, type ServeProcess } from '../helpers/cli.js';
 import { bearer, request } from '../helpers/http.js';
+import { parseRawResponses } from '../helpers/raw.js';
 import { STATEMENT_ID } from '../helpers/policy.js';
 import { startTestRedis, type TestRedis } from '../helpers/redis.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
@@ -28,6 +30,9 @@ const allLogLines: string[] = [];
 const secrets: string[] = [];
 /** Releases the slow download the shutdown test holds open. */
 let finishSlow: (() => void) | undefined;
+
+/** Releases the answers the upstream holds back (by_date 2000-01-01). */
+let held: (() => void)[] = [];
 
 /** The sum of the series matching `labels`, or undefined when there is none (never a silent 0). */
 function metricValue(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
@@ -70,6 +75,14 @@ beforeAll(async () => {
       res.writeHead(200, { 'content-type': 'text/csv' });
       res.write('first,part\r\n');
       finishSlow = () => res.end('last,part\r\n');
+      return;
+    }
+    if (req.url!.includes('2000-01-01')) {
+      // An answer that waits until the test lets it go.
+      held.push(() => {
+        res.writeHead(200, { 'content-type': 'text/csv', 'content-length': '6' });
+        res.end('held\r\n');
+      });
       return;
     }
     if (req.url!.includes('1999-01-01')) {
@@ -335,6 +348,41 @@ describe('shutdown', () => {
     agent.destroy();
     allLogLines.push(...g.logLines);
   }, 15_000);
+
+  it('SIGTERM: the last answer still to start on a connection says Connection: close, and every one is answered', async () => {
+    const g = await serve({ SHUTDOWN_TIMEOUT_MS: '60000' });
+    const { key } = await createKey(env, { acquirer: 'acq_1', permissions: ['eod_list', 'eod_read'] });
+    const HELD = '/v1/acquirer/eod_statements/by_date/2000-01-01.csv';
+    const head = (p: string) => `GET ${p} HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${key}\r\n\r\n`;
+    /** Everything the server wrote on a connection, once it closed it. */
+    const connection = (bytes: string) =>
+      new Promise<string>((resolve, reject) => {
+        const socket = net.connect(g.port, '127.0.0.1');
+        let received = '';
+        socket.on('data', (d: Buffer) => (received += d.toString('latin1')));
+        socket.on('end', () => resolve(received));
+        socket.on('error', reject);
+        socket.write(bytes);
+      });
+    const alone = connection(head(HELD));
+    const pipelined = connection(head(HELD) + head(LIST)); // the list waits behind the held answer
+    await waitFor(() => held.length === 2, { what: 'both held requests to reach the upstream' });
+    const exited = new Promise<number | null>((resolve) => g.child.once('exit', resolve));
+    g.child.kill('SIGTERM');
+    await waitFor(async () => (await adminGet(g, '/readyz').catch(() => ({ status: 0 }))).status === 503, { what: 'draining' });
+    for (const release of held.splice(0)) release();
+    const [one] = parseRawResponses(await alone);
+    expect(one).toMatchObject({ status: 200, body: 'held\r\n' });
+    expect(one!.headers.connection).toBe('close');
+    const [first, second, ...none] = parseRawResponses(await pipelined);
+    expect(first).toMatchObject({ status: 200, body: 'held\r\n' });
+    expect(first!.headers.connection).toBe('keep-alive'); // closing here would drop the answer behind it
+    expect(second).toMatchObject({ status: 200, body: '{"eod_statements":[]}' });
+    expect(second!.headers.connection).toBe('close');
+    expect(none).toEqual([]);
+    expect(await exited).toBe(0);
+    allLogLines.push(...g.logLines);
+  }, 20_000);
 
   it('a second signal exits at once', async () => {
     const g = await serve({ SHUTDOWN_TIMEOUT_MS: '60000' });
