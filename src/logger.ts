@@ -56,7 +56,15 @@ function scrub(value: unknown, depth = 0): unknown {
 /** Errors in full (message, stack, cause, aggregated errors, any own field), every string redacted. */
 function redactError(err: Error, depth = 0): unknown {
   if (!(err instanceof Error)) return scrub(err, depth);
-  return scrub(stdSerializers.err(err), depth);
+  let serialized: unknown;
+  try {
+    serialized = stdSerializers.err(err);
+  } catch {
+    // pino's serializer follows `errors` without minding cycles: an AggregateError that holds itself
+    // (or an ancestor) overflows the stack, and the log call would throw into whoever logged.
+    serialized = { type: err.constructor?.name ?? 'Error', message: String(err.message), stack: String(err.stack), errors: '[redacted: refers to itself]' };
+  }
+  return scrub(serialized, depth);
 }
 
 /**

@@ -92,6 +92,21 @@ describe('what the scrubbing keeps and replaces', () => {
     expect(line.cyclic.name).toBe('loop');
   });
 
+  it('writes an AggregateError that holds itself, under err or any other field, instead of throwing', () => {
+    const { lines, stream } = capture();
+    const logger = createLogger('info', stream);
+    const loop = new AggregateError([new Error(`inner ${KEY}`)], `outer ${KEY}`);
+    loop.errors.push(loop);
+    expect(() => logger.error({ err: loop }, 'under err')).not.toThrow();
+    expect(() => logger.error({ failure: { why: loop } }, 'elsewhere')).not.toThrow();
+    expect(lines).toHaveLength(2);
+    for (const line of lines) {
+      expect(line).not.toContain('S'.repeat(20));
+      expect(line).toContain('outer acquirer_key_[redacted]');
+    }
+    expect(JSON.parse(lines[0]!).err).toMatchObject({ type: 'AggregateError', errors: '[redacted: refers to itself]' });
+  });
+
   it('rebuilds objects that are not plain from their own fields, so no toJSON decides what is written', () => {
     const { lines, stream } = capture();
     const logger = createLogger('info', stream);
