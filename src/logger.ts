@@ -33,6 +33,11 @@ function scrub(value: unknown, depth = 0): unknown {
   if (typeof value === 'string') return redactSecrets(value);
   if (value === null || typeof value !== 'object') return value;
   if (depth > MAX_SCRUB_DEPTH) return TOO_DEEP;
+  // Bytes are never written, only counted: a parse error's `rawPacket` holds what the upstream sent
+  // (statement rows), and walked field by field it is one JSON field per byte, out of sight of the
+  // key redaction.
+  if (ArrayBuffer.isView(value)) return `[${value.byteLength} bytes]`;
+  if (value instanceof ArrayBuffer) return `[${value.byteLength} bytes]`;
   // One under `err` was serialized already (pino's serializers run first); one anywhere else is here.
   if (value instanceof Error) return redactError(value, depth);
   if (Array.isArray(value)) {

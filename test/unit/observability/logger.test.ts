@@ -107,6 +107,20 @@ describe('what the scrubbing keeps and replaces', () => {
     expect(JSON.parse(lines[0]!).err).toMatchObject({ type: 'AggregateError', errors: '[redacted: refers to itself]' });
   });
 
+  it('writes bytes as their count: a parse error\'s rawPacket holds what the upstream sent', () => {
+    const { lines, stream } = capture();
+    const logger = createLogger('info', stream);
+    const packet = Buffer.from(`HTTP/1.1 200 OK\r\n\r\nmerchant_id,card_pan\r\nm1,4111111111111111 ${KEY}`);
+    const err = Object.assign(new Error('Parse Error: Invalid header value char'), { code: 'HPE_INVALID_HEADER_TOKEN', rawPacket: packet });
+    logger.warn({ err, elsewhere: { chunk: new Uint8Array(packet), buffer: packet.buffer.slice(0, 10) } }, 'upstream request failed');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).not.toContain('4111');
+    expect(lines[0]).not.toContain('"0":72');
+    const line = JSON.parse(lines[0]!);
+    expect(line.err.rawPacket).toBe(`[${packet.length} bytes]`);
+    expect(line.elsewhere).toEqual({ chunk: `[${packet.length} bytes]`, buffer: '[10 bytes]' });
+  });
+
   it('rebuilds objects that are not plain from their own fields, so no toJSON decides what is written', () => {
     const { lines, stream } = capture();
     const logger = createLogger('info', stream);
