@@ -28,12 +28,12 @@ export function errorBody(status: ErrorStatus): Buffer {
  * Writes the documented error response for `status`, with the request's id (and a 416's `Content-Range`). The only place an error
  * becomes bytes on the wire: any header set earlier on `res` is dropped, so a response is identical
  * whoever produced it.
- * When the headers already went out (a failure mid-stream), the connection is cut instead, so the
- * client sees a truncated response rather than a silently short one.
+ * When the headers already went out (a failure mid-stream), the connection is cut instead
+ * (cutResponse), so the client sees a truncated response rather than a silently short one.
  */
 export function sendError(res: ServerResponse, status: ErrorStatus, requestId: string, contentRange?: string): void {
   if (res.headersSent) {
-    res.destroy();
+    cutResponse(res);
     return;
   }
   const response = RESPONSES.get(status)!;
@@ -42,6 +42,24 @@ export function sendError(res: ServerResponse, status: ErrorStatus, requestId: s
   // A 416 says how long the representation is (RFC 9110 §15.5.17), so the client can ask again.
   res.writeHead(status, contentRange === undefined ? headers : { ...headers, 'content-range': contentRange });
   res.end(response.body);
+}
+
+/**
+ * Ends a response whose head is out, short of its body, so that no client can take it for whole: the
+ * connection is reset, not closed. A close is the end of the body for an answer framed by the
+ * connection (an HTTP/1.0 client's, or any without Content-Length or chunks), so a download cut that
+ * way would look complete; a reset is an error to every client.
+ */
+export function cutResponse(res: ServerResponse): void {
+  const socket = res.socket;
+  if (socket !== null && !socket.destroyed) {
+    try {
+      socket.resetAndDestroy();
+    } catch {
+      socket.destroy(); // not a TCP socket (a test's stream): a close is all there is
+    }
+  }
+  res.destroy();
 }
 
 /**

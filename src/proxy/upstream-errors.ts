@@ -10,6 +10,19 @@ export class UnexpectedUpgradeError extends Error {
   }
 }
 
+/**
+ * A transfer coding other than chunked (`gzip, chunked`): Node's parser undoes only the chunking, so
+ * the body would reach the client still coded, under a content type that does not say so.
+ */
+export class UnsupportedTransferCodingError extends Error {
+  readonly code = 'ERR_UPSTREAM_TRANSFER_CODING';
+  readonly codings: string;
+  constructor(codings: string) {
+    super('the upstream answered with a transfer coding other than chunked');
+    this.codings = codings;
+  }
+}
+
 /** Classifies a socket or parser error from the upstream request. Pure. */
 export function classifyUpstreamError(err: unknown): UpstreamErrorKind {
   const code = (err as NodeJS.ErrnoException | undefined)?.code ?? '';
@@ -17,6 +30,6 @@ export function classifyUpstreamError(err: unknown): UpstreamErrorKind {
   if (code === 'ECONNRESET' || code === 'EPIPE' || code === 'ECONNABORTED') return 'reset';
   if (code === 'ETIMEDOUT' || code === 'ESOCKETTIMEDOUT') return 'timeout';
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return 'unresolvable';
-  if (code.startsWith('HPE_') || code === 'ERR_HTTP_INVALID_STATUS_CODE' || code === 'ERR_INVALID_CHAR' || code === 'ERR_UPSTREAM_UNEXPECTED_UPGRADE') return 'protocol';
+  if (code.startsWith('HPE_') || code === 'ERR_HTTP_INVALID_STATUS_CODE' || code === 'ERR_INVALID_CHAR' || code === 'ERR_UPSTREAM_UNEXPECTED_UPGRADE' || code === 'ERR_UPSTREAM_TRANSFER_CODING') return 'protocol';
   return 'other';
 }

@@ -5,11 +5,11 @@ import type { NextFunction, RequestHandler, Response } from 'express';
 import { createProxyMiddleware, type Plugin } from 'http-proxy-middleware';
 import type { ErrorCode } from '../errors/codes.js';
 import { ERROR_CODES } from '../errors/codes.js';
-import { sendError } from '../errors/error-response.js';
+import { cutResponse, sendError } from '../errors/error-response.js';
 import type { Logger } from '../logger.js';
 import { forwardBody } from './forward-body.js';
 import { buildClientHeaders, buildUpstreamHeaders, hasDroppedBody, unsatisfiedRange, upstreamAddress } from './forward-headers.js';
-import { classifyUpstreamError, UnexpectedUpgradeError } from './upstream-errors.js';
+import { classifyUpstreamError, UnexpectedUpgradeError, UnsupportedTransferCodingError } from './upstream-errors.js';
 import { mapUpstreamStatus } from './map-upstream-status.js';
 import { createStreamedMemory, type CollectYoung } from './streamed-memory.js';
 
@@ -91,6 +91,9 @@ function dropIdleConnections(agent: http.Agent): void {
 }
 
 /** Error bodies are drained so the keep-alive connection survives, but only this much and this long. */
+/** The one transfer coding Node's parser undoes (any other reaches the client still coded: UnsupportedTransferCodingError). */
+const ONLY_CHUNKED = /^[ \t]*chunked[ \t]*$/i;
+
 const DISCARD_MAX_BYTES = 64 * 1024;
 const DISCARD_MAX_MS = 1000;
 
@@ -127,7 +130,7 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): RequestHandl
   const fail = (res: ServerResponse, code: ErrorCode, err?: unknown) => {
     const locals = (res as Response).locals;
     locals.errorCode = code;
-    options.logger.warn({ err, code, route: locals.route?.id }, 'upstream request failed');
+    options.logger.warn({ err, code, route: locals.route?.id, request_id: locals.requestId }, 'upstream request failed');
     sendError(res, ERROR_CODES[code].status, locals.requestId);
   };
 
@@ -180,7 +183,7 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): RequestHandl
       res.locals.upstreamErrorKind = 'stalled';
       proxyRes.destroy();
     }
-    res.destroy();
+    cutResponse(res);
   };
 
   const gatewayPlugin: Plugin = (proxyServer) => {
@@ -215,6 +218,13 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): RequestHandl
         sendError(res, mapped, locals.requestId, mapped === 416 ? unsatisfiedRange(proxyRes.headers) : undefined);
         return;
       }
+      const codings = proxyRes.headers['transfer-encoding'];
+      if (codings !== undefined && !ONLY_CHUNKED.test(codings)) {
+        proxyRes.destroy();
+        locals.upstreamErrorKind = 'protocol';
+        fail(res, 'UPSTREAM_UNREACHABLE', new UnsupportedTransferCodingError(codings));
+        return;
+      }
       try {
         res.writeHead(proxyRes.statusCode!, buildClientHeaders(proxyRes.statusCode!, proxyRes.headers, locals.requestId, address));
       } catch (err) {
@@ -228,9 +238,13 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): RequestHandl
         res.end();
         return;
       }
-      proxyRes.on('close', () => {
-        // Cut after the headers (httpxy then cuts the client too): an upstream failure, not a success.
-        if (!proxyRes.complete) locals.upstreamErrorKind ??= 'reset';
+      // Cut after the headers (Node reports a body cut short as an error): an upstream failure, not
+      // a success. The client is cut here, before httpxy's listener closes its connection, which an
+      // HTTP/1.0 client would take for the end of the body. (A client that left destroys the answer
+      // without an error: not the upstream's failure.)
+      proxyRes.on('error', () => {
+        locals.upstreamErrorKind ??= 'reset';
+        if (!res.destroyed) cutResponse(res);
       });
       state.proxyRes = proxyRes;
       state.written = res.socket?.bytesWritten ?? 0;
@@ -278,7 +292,7 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): RequestHandl
       // The body was streaming when the upstream failed: cut the connection so the client sees
       // a truncated response, never a complete-looking short one.
       (res as Response).locals.upstreamErrorKind ??= classifyUpstreamError(err);
-      res.destroy();
+      cutResponse(res);
     }
   }
 

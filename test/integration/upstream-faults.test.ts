@@ -29,6 +29,9 @@ const upstreamEvents: string[] = [];
 /** Connections whose `keep-alive-pair` request waits for the other one. */
 const pairWaiting: net.Socket[] = [];
 
+/** What the bad-header upstream sends as its body: nothing of it may reach a log. */
+const STATEMENT_ROWS = 'merchant_id,card_pan,amount\r\nm-17,4111111111111111,12.00\r\n';
+
 function faultyUpstream(): net.Server {
   return net.createServer((socket) => {
     socket.on('error', () => {});
@@ -75,6 +78,16 @@ function faultyUpstream(): net.Server {
             for (const waiting of pairWaiting.splice(0)) waiting.write('HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}');
           }
           return;
+        case 'bad-header-with-body':
+          // A header Node will not take, in front of statement rows: the parser's error holds the bytes it read.
+          return void socket.end(`HTTP/1.1 200 OK\r\nContent-Type: text/csv\r\nX-Bad: a\x01b\r\nContent-Length: ${STATEMENT_ROWS.length}\r\n\r\n${STATEMENT_ROWS}`);
+        case 'gzip-chunked':
+          // gzip as a transfer coding: Node undoes the chunks only, and would pass the gzip bytes on as text/csv.
+          return void socket.end('HTTP/1.1 200 OK\r\nContent-Type: text/csv\r\nTransfer-Encoding: gzip, chunked\r\n\r\n4\r\n\x1f\x8b\x08\x00\r\n0\r\n\r\n');
+        case 'cut-chunked':
+          // Chunks, then the connection dropped mid-body.
+          socket.write('HTTP/1.1 200 OK\r\nContent-Type: text/csv\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n');
+          return void setImmediate(() => socket.destroy());
         case 'garbage':
           return void socket.end('this is not HTTP\r\n\r\n');
         case 'switching-101':
@@ -184,6 +197,31 @@ it.each([
   expect(line.code).toMatch(/^HPE_/); // a parser error: counted as kind="protocol"
 });
 
+it('an answer Node\'s parser refuses is a 502, and the bytes it read are not logged', async () => {
+  const res = await request(gateway.url, `${LIST}?mode=bad-header-with-body`, bearer(key));
+  expect(res.status).toBe(502);
+  expect(res.body.toString()).toBe('{"message":"Bad gateway"}');
+  const line = await waitFor(
+    () => gateway.logLines.find((l) => l.includes('"upstream request failed"') && l.includes(res.headers['x-request-id'] as string)),
+    { what: 'the failure\'s log line, with the request id' },
+  );
+  expect(line).not.toContain('4111');
+  expect(line).not.toContain('"0":72');
+  expect(line.length).toBeLessThan(4096);
+  expect(JSON.parse(line).err.rawPacket).toMatch(/^\[\d+ bytes\]$/);
+});
+
+it('a transfer coding other than chunked is a 502, never coded bytes under the upstream\'s content type', async () => {
+  const res = await request(gateway.url, `${LIST}?mode=gzip-chunked`, bearer(key));
+  expect(res.status).toBe(502);
+  expect(res.body.toString()).toBe('{"message":"Bad gateway"}');
+  expect(res.headers['content-type']).toBe(JSON_TYPE);
+  const line = await waitFor(() => gateway.logLines.map((l) => JSON.parse(l)).find((e) => e.msg === 'upstream request failed' && e.err?.code === 'ERR_UPSTREAM_TRANSFER_CODING'), { what: 'the log line' });
+  expect(line.err.codings).toBe('gzip, chunked');
+  const metrics = (await request(gateway.adminUrl, '/metrics')).body.toString();
+  expect(metrics).toMatch(/^acquirer_gateway_upstream_errors_total\{kind="protocol"\} [1-9]/m);
+});
+
 it('a timed-out upstream request is cancelled, so a silent upstream cannot exhaust the pool', async () => {
   upstreamClosed.length = 0;
   // Expect: 100-continue once kept httpxy from reporting the upstream request, so it was never cancelled.
@@ -211,7 +249,7 @@ it('a body cut by the upstream reaches the client as a truncated response, not a
       res.on('data', (c: Buffer) => (received += c.length));
       res.on('error', () => {});
       res.on('close', () => resolve({ status: res.statusCode!, received, complete: res.complete }));
-    });
+    }).on('error', () => {}); // the cut is a reset
   });
   expect(outcome).toEqual({ status: 200, received: 100, complete: false });
   // Logged and counted as what it was: cut, not allowed-and-done.
@@ -246,7 +284,7 @@ describe('a streaming answer on which nothing moves for STREAM_IDLE_TIMEOUT_MS',
         res.on('data', (c: Buffer) => (body += c.toString()));
         res.on('error', () => {});
         res.on('close', () => resolve({ status: res.statusCode!, body, complete: res.complete }));
-      });
+      }).on('error', () => {}); // the cut is a reset
     });
     expect(outcome).toEqual({ status: 200, body: 'hello', complete: false });
     await waitFor(() => upstreamClosed.includes('slow-stream'), { timeoutMs: 2000, what: 'the upstream connection to close' });
@@ -385,4 +423,33 @@ describe('a pooled connection the upstream closed as it was reused', () => {
 
 it('keeps serving after all of that', async () => {
   expect((await request(gateway.url, LIST, bearer(key))).status).toBe(200);
+});
+
+describe('an HTTP/1.0 client, whose answer without a length ends when the connection closes', () => {
+  /** What an HTTP/1.0 client saw: the bytes, and whether the connection ended cleanly or was reset. */
+  const http10 = (path: string) =>
+    new Promise<{ received: string; ending: 'end' | string }>((resolve) => {
+      const socket = net.connect(gateway.port, '127.0.0.1');
+      let received = '';
+      socket.on('data', (d: Buffer) => (received += d.toString('latin1')));
+      socket.on('end', () => resolve({ received, ending: 'end' }));
+      socket.on('error', (err: NodeJS.ErrnoException) => resolve({ received, ending: err.code ?? 'error' }));
+      socket.write(`GET ${path} HTTP/1.0\r\nAuthorization: Bearer ${key}\r\n\r\n`);
+    });
+
+  it('gets a whole answer as a clean close', async () => {
+    const { received, ending } = await http10(`${LIST}?mode=trickle`);
+    expect(ending).toBe('end');
+    expect(received).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+    expect(received.endsWith('t\n'.repeat(15))).toBe(true);
+  });
+
+  it.each([
+    ['cut by the upstream', 'cut-chunked'],
+    ['stalled upstream, cut by the gateway', 'slow-stream&stall=http10'],
+  ])('sees a body %s as a reset, never as a clean end', async (_name, mode) => {
+    const { received, ending } = await http10(`${LIST}?mode=${mode}`);
+    expect(ending).toBe('ECONNRESET');
+    expect(received).not.toContain('Content-Length');
+  });
 });

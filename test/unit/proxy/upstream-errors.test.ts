@@ -1,4 +1,4 @@
-import { classifyUpstreamError, UnexpectedUpgradeError } from '../../../src/proxy/upstream-errors.js';
+import { classifyUpstreamError, UnexpectedUpgradeError, UnsupportedTransferCodingError } from '../../../src/proxy/upstream-errors.js';
 
 /** The `kind` label of acquirer_gateway_upstream_errors_total: a closed set, whatever the error. */
 describe('classifyUpstreamError', () => {
@@ -18,8 +18,9 @@ describe('classifyUpstreamError', () => {
     expect(classifyUpstreamError(withCode(code))).toBe(kind);
   });
 
-  it('an upstream that switched protocols unasked is a protocol error, and an error without a code is "other"', () => {
+  it('an upstream that switched protocols unasked, or sent a coding Node does not undo, is a protocol error, and an error without a code is "other"', () => {
     expect(classifyUpstreamError(new UnexpectedUpgradeError())).toBe('protocol');
+    expect(classifyUpstreamError(new UnsupportedTransferCodingError('gzip, chunked'))).toBe('protocol');
     expect(classifyUpstreamError(new Error('no code'))).toBe('other');
     expect(classifyUpstreamError(undefined)).toBe('other');
   });
