@@ -131,13 +131,65 @@ export function buildUpstreamHeaders(
 }
 
 /**
- * Response headers that name the software or the hosts behind the gateway: a banner for whoever
- * fingerprints the legacy service, and nothing a client needs. (nginx hides the upstream's `Server`
- * by default too.) `Via` lists the intermediaries inside, by host name: RFC 9110 §7.6.3 asks a portal
- * through a firewall not to forward those names. `Set-Cookie`: a cookie never goes back upstream
- * (NEVER_FORWARDED), so one set would only hand the client the legacy service's session.
+ * The response headers that reach the client, and only these: what a client of a read-only API of
+ * JSON lists and CSV downloads uses (the representation and its integrity, validators and ranges,
+ * caching, where a redirect points, when to retry). The rest is what an upstream says about itself
+ * or would decide for the gateway's origin, and none of it passes: banners (`Server`, `X-Powered-By`,
+ * `X-AspNet-Version`, `X-Backend-Server`), `Via` with the hosts inside (RFC 9110 §7.6.3 asks a portal
+ * through a firewall not to forward their names), a cookie of the legacy service's session (a cookie
+ * never goes back upstream: NEVER_FORWARDED), and `Strict-Transport-Security`, `Alt-Svc`, CORS or CSP
+ * headers, which clients would apply to the gateway's own origin and which are its operator's to set.
+ * A list of what to drop could never name them all, as on the request side (FORWARDED_REQUEST_HEADERS).
  */
-export const NEVER_RETURNED = new Set(['server', 'x-powered-by', 'via', 'set-cookie']);
+export const RETURNED_RESPONSE_HEADERS: ReadonlySet<string> = new Set([
+  'content-type', 'content-length', 'content-encoding', 'content-language', 'content-disposition',
+  'content-range', 'content-digest', 'repr-digest', 'accept-ranges', 'etag', 'last-modified', 'expires',
+  'age', 'cache-control', 'vary', 'date', 'location', 'content-location', 'link', 'refresh', 'retry-after',
+]);
+
+/**
+ * `Cache-Control` as passed: every answer is one acquirer's, to a request with `Authorization`, and a
+ * shared cache in front of the gateway (a CDN, a caching load balancer) must not store it, or it could
+ * hand one acquirer's statement to another asking for the same URL (`by_date/<date>.csv`). RFC 9111
+ * §3.5 keeps shared caches from storing such answers unless they say `public`, `s-maxage` or
+ * `must-revalidate`: `public`, `s-maxage` and `proxy-revalidate` (for shared caches only) are dropped,
+ * and `private` is added unless `private` or `no-store` is there. A qualified `private="…"` lets a
+ * shared cache store the answer without the fields it names: it becomes a plain `private`.
+ */
+export const privateCacheControl = memo((value: string): string => {
+  const kept: string[] = [];
+  let unshared = false;
+  for (const part of value.split(',')) {
+    const directive = part.trim();
+    const name = directive.split('=', 1)[0]!.trim().toLowerCase();
+    if (name === '' || name === 'public' || name === 's-maxage' || name === 'proxy-revalidate') continue;
+    if (name === 'private') {
+      if (!kept.includes('private')) kept.push('private');
+      unshared = true;
+      continue;
+    }
+    if (name === 'no-store') unshared = true;
+    kept.push(directive);
+  }
+  if (!unshared) kept.unshift('private');
+  return kept.join(', ');
+});
+
+/**
+ * `Vary` as passed: the acquirer header is the upstream's, set by the gateway from the key, and
+ * unknown to the client; to the client the answer varies with `Authorization`, which it does send.
+ */
+const clientVary = memo((pair: string): string => {
+  const [value, acquirerHeader] = pair.split('\n') as [string, string];
+  const names: string[] = [];
+  for (const part of value.split(',')) {
+    let name = part.trim();
+    if (name === '') continue;
+    if (name.toLowerCase() === acquirerHeader) name = 'Authorization';
+    if (!names.some((n) => n.toLowerCase() === name.toLowerCase())) names.push(name);
+  }
+  return names.join(', ');
+});
 
 /**
  * The upstream as its answers are searched for it: its origin, on which URLs are made relative, and
@@ -214,11 +266,10 @@ function percentDecoded(text: string): string {
 /**
  * Whether a response header, as it would be passed, names the upstream's host, anywhere in it and with
  * any scheme, port or none: a URL that could not be made relative (another scheme or port, a Location's
- * `?next=`), a realm, a CSP source, an `X-Backend: host:port`, a header sent twice and joined by Node.
+ * `?next=`), a `Link` anchor, a `Content-Disposition` parameter, a header sent twice and joined by Node.
  * Searched in the percent-decoded text too (a login URL's `?service=http%3A%2F%2Fhost…`).
  */
-function namesUpstream(value: string | string[], host: RegExp): boolean {
-  const text = Array.isArray(value) ? value.join('\n') : value;
+function namesUpstream(text: string, host: RegExp): boolean {
   return host.test(text) || (text.includes('%') && host.test(percentDecoded(text)));
 }
 
@@ -233,24 +284,34 @@ export function hasDroppedBody(status: number): boolean {
 const DROPPED_BODY_HEADERS = new Set(['content-length', 'content-type', 'content-encoding']);
 
 /**
- * Response headers passed back to the client: the upstream's, minus hop-by-hop ones and the banners
- * above, with our request id, and URLs on the upstream's origin made relative (URL_HEADERS). A 204
- * has no body and must not claim a length (RFC 9110 §8.6): an upstream's Content-Length on one is
- * dropped, or a client that trusted it would wait for bytes that never come. A redirect's body is
- * dropped (hasDroppedBody): `Content-Length: 0`. No header that names the upstream's host is passed.
+ * Response headers passed back to the client: the upstream's of RETURNED_RESPONSE_HEADERS (one named
+ * in its Connection excepted), with our request id, URLs on the upstream's origin made relative
+ * (URL_HEADERS), `Cache-Control` kept from shared caches (privateCacheControl) and `Vary` naming
+ * `Authorization` where it named the acquirer header (`acquirerHeader`, lower case). A 204 has no
+ * body and must not claim a length (RFC 9110 §8.6): an upstream's Content-Length on one is dropped,
+ * or a client that trusted it would wait for bytes that never come. A redirect's body is dropped
+ * (hasDroppedBody): `Content-Length: 0`. No header that names the upstream's host is passed.
  */
-export function buildClientHeaders(status: number, upstream: IncomingHttpHeaders, requestId: string, address: UpstreamAddress): OutgoingHttpHeaders {
+export function buildClientHeaders(
+  status: number,
+  upstream: IncomingHttpHeaders,
+  requestId: string,
+  address: UpstreamAddress,
+  acquirerHeader: string,
+): OutgoingHttpHeaders {
   const nominated = connectionTokens(upstream.connection);
   const withoutBody = hasDroppedBody(status);
   const outgoing: OutgoingHttpHeaders = {};
   for (const name of Object.keys(upstream)) {
-    if (HOP_BY_HOP.has(name) || NEVER_RETURNED.has(name) || nominated.has(name) || (status === 204 && name === 'content-length')) continue;
+    if (!RETURNED_RESPONSE_HEADERS.has(name) || nominated.has(name) || (status === 204 && name === 'content-length')) continue;
     if (withoutBody && DROPPED_BODY_HEADERS.has(name)) continue;
     const value = upstream[name];
-    if (value === undefined) continue;
+    if (typeof value !== 'string') continue; // only Set-Cookie comes as a list, and it is not passed
     const rewrite = URL_HEADERS.get(name);
-    const passed = rewrite === undefined ? value : Array.isArray(value) ? value.map((v) => rewrite(v, address.origin)) : rewrite(value, address.origin);
-    if (namesUpstream(passed, address.host)) continue;
+    let passed = rewrite === undefined ? value : rewrite(value, address.origin);
+    if (name === 'cache-control') passed = privateCacheControl(passed);
+    else if (name === 'vary') passed = clientVary(`${passed}\n${acquirerHeader}`);
+    if (passed === '' || namesUpstream(passed, address.host)) continue;
     outgoing[name] = passed;
   }
   if (withoutBody) outgoing['content-length'] = '0';

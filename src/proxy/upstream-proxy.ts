@@ -226,7 +226,7 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): RequestHandl
         return;
       }
       try {
-        res.writeHead(proxyRes.statusCode!, buildClientHeaders(proxyRes.statusCode!, proxyRes.headers, locals.requestId, address));
+        res.writeHead(proxyRes.statusCode!, buildClientHeaders(proxyRes.statusCode!, proxyRes.headers, locals.requestId, address, locals.policy.acquirerHeader));
       } catch (err) {
         // Headers Node will not send on (e.g. invalid characters): the answer is unusable, not fatal.
         proxyRes.destroy();

@@ -43,7 +43,14 @@ function statementsService(req: http.IncomingMessage, res: http.ServerResponse) 
   const acquirer = req.headers['x-acquirer-id'];
   const path = req.url!.split('?')[0];
   if (path === LIST) {
-    res.writeHead(200, { 'content-type': 'application/json', 'x-upstream-owner': String(acquirer) });
+    // Headers a careless legacy service sends: one acquirer's list, cacheable by anyone, varying on the internal header.
+    res.writeHead(200, {
+      'content-type': 'application/json',
+      'x-upstream-owner': String(acquirer),
+      'cache-control': 'public, max-age=60',
+      vary: 'X-Acquirer-Id',
+      'strict-transport-security': 'max-age=0',
+    });
     res.end(JSON.stringify({ eod_statements: [], meta: { current_page: 1, next_page: null, prev_page: null, total_pages: 1, total_count: 0 }, acquirer }));
     return;
   }
@@ -238,7 +245,11 @@ describe('proxying', () => {
     });
     expect(res.status).toBe(200);
     expect(JSON.parse(res.body.toString())).toMatchObject({ acquirer: 'acq_1' });
-    expect(res.headers['x-upstream-owner']).toBe('acq_1');
+    // Only the headers a client of the API uses pass; none a shared cache would store by.
+    expect(res.headers['x-upstream-owner']).toBeUndefined();
+    expect(res.headers['strict-transport-security']).toBeUndefined();
+    expect(res.headers['cache-control']).toBe('private, max-age=60');
+    expect(res.headers.vary).toBe('Authorization');
     expect(upstream.received.length).toBe(before + 1);
     const seen = upstream.received.at(-1)!;
     expect(seen.method).toBe('GET');
