@@ -50,13 +50,21 @@ const httpOrigin = z.string().superRefine((text, ctx) => {
   }
 });
 
+/**
+ * The database is the path's number and nothing else: ioredis reads any other path as database 0
+ * (after a failed SELECT), and takes options from a query (`?db=`, `?password=`), so either would
+ * have the gateway check keys against another set than the one named.
+ */
 const redisUrl = z.string().superRefine((text, ctx) => {
+  let url: URL;
   try {
-    const url = new URL(text);
-    if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') ctx.addIssue({ code: 'custom', message: 'must use redis:// or rediss://' });
+    url = new URL(text);
   } catch {
-    ctx.addIssue({ code: 'custom', message: 'must be a redis:// or rediss:// URL' });
+    return void ctx.addIssue({ code: 'custom', message: 'must be a redis:// or rediss:// URL' });
   }
+  if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') ctx.addIssue({ code: 'custom', message: 'must use redis:// or rediss://' });
+  else if (!/^(?:\/(?:0|[1-9]\d{0,8})?)?$/.test(url.pathname)) ctx.addIssue({ code: 'custom', message: 'the path must be a database number (redis://host:6379/2), or nothing' });
+  else if (url.search !== '' || url.hash !== '') ctx.addIssue({ code: 'custom', message: 'must not have a query or fragment (the database is the path: redis://host:6379/2)' });
 });
 
 const cidrList = z.string().transform((text, ctx) => {

@@ -76,6 +76,12 @@ export class RedisKeyStore implements KeyStore {
   readonly #listeners = new Set<KeyStoreListener>();
   #healthy = false;
   #subscribed = false;
+  /**
+   * Why the SELECT of REDIS_URL's database failed on the latest connect (`ERR DB index is out of
+   * range`), if it did. ioredis reports it and goes on to "ready" on database 0, where the keys
+   * are another set (another environment's, where environments share a Redis by database).
+   */
+  #databaseRefused: Error | undefined;
   readonly #healthCheck: NodeJS.Timeout | undefined;
 
   constructor(options: RedisKeyStoreOptions) {
@@ -87,13 +93,25 @@ export class RedisKeyStore implements KeyStore {
       maxRetriesPerRequest: waiting ? 1 : 0,
       commandTimeout: options.commandTimeoutMs ?? DEFAULT_REDIS_COMMAND_TIMEOUT_MS,
       connectTimeout: 1000,
-      retryStrategy: waiting ? (times) => (times > 3 ? null : 200) : (times) => Math.min(times * 100, RECONNECT_MAX_DELAY_MS),
+      // A refused database is tried again no more than every second: each try resets ioredis's count.
+      retryStrategy: waiting ? (times) => (times > 3 ? null : 200) : (times) => (this.#databaseRefused === undefined ? Math.min(times * 100, RECONNECT_MAX_DELAY_MS) : RECONNECT_MAX_DELAY_MS),
       lazyConnect: waiting,
     };
     this.#client = new Redis(options.url, { ...common, connectionName: 'acquirer-gateway' });
     const onError = options.onError ?? (() => {});
-    this.#client.on('error', (err: unknown) => onError(err, 'redis connection'));
-    this.#client.on('ready', () => this.#updateHealth());
+    this.#client.on('connect', () => (this.#databaseRefused = undefined));
+    this.#client.on('error', (err: unknown) => {
+      if ((err as { command?: { name?: string } }).command?.name === 'select') this.#databaseRefused = err as Error;
+      onError(err, 'redis connection');
+    });
+    this.#client.on('ready', () => {
+      // Not one command on database 0: the connection is dropped (and tried again) before any is sent.
+      if (this.#databaseRefused !== undefined) {
+        onError(new Error(`Redis refused the database REDIS_URL names (${this.#databaseRefused.message}): the key store stays unavailable`), 'redis connection');
+        this.#client.disconnect(true);
+      }
+      this.#updateHealth();
+    });
     this.#client.on('close', () => this.#updateHealth());
     if (options.subscribe === true) {
       // Subscribed on every (re)connect by us, not by ioredis: with no offline queue a subscription
@@ -148,6 +166,7 @@ export class RedisKeyStore implements KeyStore {
   /** Key administration: connect now, and fail with a clear error when Redis is not there. */
   async connect(): Promise<void> {
     if (this.#client.status === 'wait') await this.#client.connect();
+    if (this.#databaseRefused !== undefined) throw new Error(`Redis refused the database REDIS_URL names: ${this.#databaseRefused.message}`);
   }
 
   /**
@@ -344,7 +363,7 @@ export class RedisKeyStore implements KeyStore {
   }
 
   #updateHealth(): void {
-    const healthy = this.#client.status === 'ready' && (this.#subscriber === undefined || this.#subscribed);
+    const healthy = this.#client.status === 'ready' && this.#databaseRefused === undefined && (this.#subscriber === undefined || this.#subscribed);
     if (healthy === this.#healthy) return;
     this.#healthy = healthy;
     this.#emit({ type: 'health', healthy });

@@ -139,3 +139,38 @@ describe('a gateway that starts while its change subscription cannot be made', (
     await waitFor(async () => (await get()).status === 401, { timeoutMs: 5000, what: 'resync after the first subscribe' });
   }, 20_000);
 });
+
+describe('a database in REDIS_URL that this Redis refuses', () => {
+  /** The test Redis has 16 databases: SELECT 99 is refused, and ioredis would go on, on database 0. */
+  const refusedDatabase = () => {
+    const url = new URL(redis.url);
+    url.pathname = '/99';
+    return url.toString();
+  };
+
+  it('leaves the key store unavailable: no key is checked against database 0\'s', async () => {
+    const { key } = await createKey(env, { acquirer: 'acq_db0', permissions: ['eod_list'] }); // where the test Redis keeps them
+    const wrong = await startServe({ REDIS_URL: refusedDatabase(), REDIS_KEY_PREFIX: redis.prefix, UPSTREAM_URL: upstream.url });
+    try {
+      const line = await waitFor(() => wrong.logLines.map((l) => JSON.parse(l)).find((e) => String(e.err?.message).startsWith('Redis refused the database REDIS_URL names')), { what: 'the refusal in the log' });
+      expect(line.err.message).toContain('DB index is out of range');
+      const before = upstream.received.length;
+      const res = await request(wrong.url, LIST, { authorization: `Bearer ${key}` });
+      expect({ status: res.status, body: res.body.toString() }).toEqual(UNAVAILABLE);
+      const ready = await request(wrong.adminUrl, '/readyz');
+      expect(ready.status).toBe(503);
+      expect(JSON.parse(ready.body.toString())).toMatchObject({ checks: { key_store: 'unavailable' } });
+      expect(upstream.received.length).toBe(before);
+    } finally {
+      await wrong.stop();
+    }
+  });
+
+  it('fails key administration with the reason, rather than listing database 0\'s keys', async () => {
+    await createKey(env, { acquirer: 'acq_db0', permissions: ['eod_list'] });
+    const result = await runCli(['keys', 'list'], { REDIS_URL: refusedDatabase(), REDIS_KEY_PREFIX: redis.prefix });
+    expect(result.code).not.toBe(0);
+    expect(result.stdout).toBe('');
+    expect(result.stderr).toContain('Redis refused the database REDIS_URL names: ERR DB index is out of range');
+  });
+});

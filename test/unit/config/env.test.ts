@@ -64,11 +64,21 @@ describe('loadConfig', () => {
     [{ ...base, TRUSTED_PROXIES: '0.0.0.0/1, 128.0.0.0/1' }, 'TRUSTED_PROXIES: together these trust every IPv4 address (got "0.0.0.0/1, 128.0.0.0/1")'],
     [{ ...base, TRUSTED_PROXIES: '0.0.0.0/0' }, 'TRUSTED_PROXIES: "0.0.0.0/0": a /0 covers every address; list exactly the proxies\' addresses (got "0.0.0.0/0")'],
     [{ ...base, REDIS_URL: 'http://x' }, 'REDIS_URL: must use redis:// or rediss://'],
+    [{ ...base, REDIS_URL: 'redis://:secret@x:6379/abc' }, 'REDIS_URL: the path must be a database number (redis://host:6379/2), or nothing'],
+    [{ ...base, REDIS_URL: 'redis://x:6379/2/3' }, 'REDIS_URL: the path must be a database number (redis://host:6379/2), or nothing'],
+    [{ ...base, REDIS_URL: 'redis://x:6379/02' }, 'REDIS_URL: the path must be a database number (redis://host:6379/2), or nothing'],
+    [{ ...base, REDIS_URL: 'redis://x:6379/-1' }, 'REDIS_URL: the path must be a database number (redis://host:6379/2), or nothing'],
+    [{ ...base, REDIS_URL: 'redis://x:6379/2?db=3' }, 'REDIS_URL: must not have a query or fragment (the database is the path: redis://host:6379/2)'],
+    [{ ...base, REDIS_URL: 'redis://x:6379?password=secret' }, 'REDIS_URL: must not have a query or fragment (the database is the path: redis://host:6379/2)'],
     [{ ...base, UPSTREAM_TIMEOUT_MS: '0' }, 'UPSTREAM_TIMEOUT_MS: must be an integer from 1 to 3600000 (got "0")'],
     [{ ...base, HEADERS_TIMEOUT_MS: '60000', REQUEST_TIMEOUT_MS: '30000' }, 'HEADERS_TIMEOUT_MS: must not be longer than REQUEST_TIMEOUT_MS'],
     [{ ...base, LOG_LEVEL: 'loud' }, 'LOG_LEVEL: must be one of fatal, error, warn, info, debug, trace, silent (got "loud")'],
   ])('refuses %j with one line naming the variable', (env, line) => {
     expect(problems(env as Record<string, string>)).toEqual([line]);
+  });
+
+  it.each(['redis://x', 'redis://x:6379', 'redis://x:6379/', 'redis://x:6379/0', 'redis://:pw@x:6379/15', 'rediss://x/123456789'])('takes %s', (url) => {
+    expect(problems({ ...base, REDIS_URL: url })).toEqual([]);
   });
 
   it('never echoes a Redis URL, which may hold a password', () => {
