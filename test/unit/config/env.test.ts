@@ -71,6 +71,8 @@ describe('loadConfig', () => {
     [{ ...base, REDIS_URL: 'redis://x:6379/2?db=3' }, 'REDIS_URL: must not have a query or fragment (the database is the path: redis://host:6379/2)'],
     [{ ...base, REDIS_URL: 'redis://x:6379?password=secret' }, 'REDIS_URL: must not have a query or fragment (the database is the path: redis://host:6379/2)'],
     [{ ...base, UPSTREAM_TIMEOUT_MS: '0' }, 'UPSTREAM_TIMEOUT_MS: must be an integer from 1 to 3600000 (got "0")'],
+    // Node reads a keep-alive timeout of 0 as none: an idle connection, even one with no valid key, would stay for ever.
+    [{ ...base, KEEP_ALIVE_TIMEOUT_MS: '0' }, 'KEEP_ALIVE_TIMEOUT_MS: must be an integer from 1 to 600000 (got "0")'],
     [{ ...base, HEADERS_TIMEOUT_MS: '60000', REQUEST_TIMEOUT_MS: '30000' }, 'HEADERS_TIMEOUT_MS: must not be longer than REQUEST_TIMEOUT_MS'],
     [{ ...base, LOG_LEVEL: 'loud' }, 'LOG_LEVEL: must be one of fatal, error, warn, info, debug, trace, silent (got "loud")'],
   ])('refuses %j with one line naming the variable', (env, line) => {
