@@ -274,7 +274,9 @@ export async function runPrimary(config: Config, logger: Logger, startUp: StartU
     workers.delete(worker);
     sums.retire(worker);
     if (phase === 'stopping') {
-      if (code !== 0 && code !== null) failedExits++;
+      // Killed by a signal while it drained (the OOM killer, a SIGKILL): its requests were cut. One
+      // still starting, which this process ends with SIGTERM, had none.
+      if ((code !== 0 && code !== null) || (signal !== null && listeningSince !== undefined)) failedExits++;
       return;
     }
     const replaceAfter = (pauseMs: number, replace: () => void) => {

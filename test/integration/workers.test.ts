@@ -82,6 +82,8 @@ async function holdRequestInFlight(g: ServeProcess, key: string) {
       let body = '';
       res.on('data', (c: Buffer) => (body += c.toString()));
       res.on('end', () => resolve({ status: res.statusCode!, body }));
+      res.on('error', () => {}); // a cut is seen at 'close'
+      res.on('close', () => (res.complete ? undefined : reject(new Error('the response was cut'))));
     }).on('error', reject);
   });
   await waitFor(() => finish !== undefined, { what: 'the request to reach the upstream' });
@@ -399,6 +401,28 @@ if (cluster.isWorker && cluster.worker.id === 1) {
       expect(await inFlight).toEqual({ status: 200, body: '{"eod_statements":[]}' });
       expect(await exited).toBe(0);
       expect(pids.some(alive)).toBe(false);
+    } finally {
+      upstream.handle(answerList);
+      await g.stop();
+    }
+  }, 30_000);
+
+  it('counts a worker killed while it drains as a failed shutdown: the primary exits 1', async () => {
+    const { key } = await createKey(env, { acquirer: 'acq_workers', permissions: ['eod_list', 'eod_read'] });
+    const g = await startServe({ ...env, WORKERS: '2' });
+    try {
+      const pids = workerPids(g);
+      const { inFlight } = await holdRequestInFlight(g, key);
+      const cut = inFlight.then(() => 'completed', () => 'cut');
+      const exited = new Promise<number | null>((resolve) => g.child.once('exit', resolve));
+      g.child.kill('SIGTERM');
+      await waitFor(() => logEntries(g).some((e) => e.msg === 'shutting down: draining requests in flight'), { what: 'a worker to start draining' });
+      // The one holding the request is still draining; the other may be gone already.
+      for (const pid of pids.filter(alive)) process.kill(pid, 'SIGKILL');
+      expect(await cut).toBe('cut');
+      expect(await exited).toBe(1);
+      const stopped = await waitFor(() => logEntries(g).find((e) => e.msg === 'stopped' && e.pid === primaryPid(g)), { what: 'the primary\'s last line' });
+      expect(stopped.failed_workers).toBeGreaterThanOrEqual(1);
     } finally {
       upstream.handle(answerList);
       await g.stop();
