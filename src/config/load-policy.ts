@@ -107,12 +107,12 @@ export function parsePolicy(source: string, file: string): PolicyLoadResult {
   if (!parsed.success) {
     return {
       ok: false,
-      errors: parsed.error.issues.map((issue: z.core.$ZodIssue) => {
+      // One line for each unknown field: zod names every one of a mapping's in one issue.
+      errors: parsed.error.issues.flatMap((issue: z.core.$ZodIssue) => {
         if (issue.code === 'unrecognized_keys') {
-          const key = issue.keys[0]!;
-          return at(offsetOf(doc, issue.path, key), `${describePath([...issue.path, key])}unknown field "${key}"`);
+          return issue.keys.map((key) => at(offsetOf(doc, issue.path, key), `${describePath([...issue.path, key])}unknown field "${key}"`));
         }
-        return at(offsetOf(doc, issue.path), `${describePath(issue.path)}${issue.message}`);
+        return [at(offsetOf(doc, issue.path), `${describePath(issue.path)}${issue.message}`)];
       }),
     };
   }

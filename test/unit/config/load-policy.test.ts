@@ -59,6 +59,15 @@ describe('refusing a bad policy with file, line, column and reason', () => {
     expect(await errorLines('unknown-field')).toEqual([`${fixture('unknown-field')}:10:5: routes.0.cache: unknown field "cache"`]);
   });
 
+  it('every unknown field of a mapping, each at its own line', () => {
+    expect(inlineErrors(`  - id: things
+    method: GET
+    path: /v1/things
+    permissions: [things_read]
+    cache: 60
+    retries: 2`)).toEqual(['inline.yaml:10:5: routes.0.cache: unknown field "cache"', 'inline.yaml:11:5: routes.0.retries: unknown field "retries"']);
+  });
+
   it('bad templates', async () => {
     expect(await errorLines('bad-template')).toEqual([
       `${fixture('bad-template')}:8:11: routes.0.path: bad path template: segment ".." is a dot segment`,
