@@ -1,5 +1,5 @@
 import cluster, { type Worker } from 'node:cluster';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 import { AggregatorRegistry } from 'prom-client';
 import { createAdminServer, isReady, type ReadinessCheck } from './admin/admin-server.js';
 import type { Config } from './config/env.js';
@@ -24,7 +24,14 @@ import { handleRunningSignals, type StartUpSignals } from './signals.js';
 type Message =
   | { readonly tag: typeof TAG; readonly type: 'ready'; readonly port: number; readonly policy: string }
   | { readonly tag: typeof TAG; readonly type: 'shutdown' | 'get-policy' }
-  | { readonly tag: typeof TAG; readonly type: 'policy'; readonly file: string; readonly source: string }
+  | {
+      readonly tag: typeof TAG;
+      readonly type: 'policy';
+      readonly file: string;
+      readonly source: string;
+      /** The public port, the same for every worker (with PORT=0, the one the primary chose). */
+      readonly port: number;
+    }
   | { readonly tag: typeof TAG; readonly type: 'readiness' | 'metrics'; readonly id: number }
   | {
       readonly tag: typeof TAG;
@@ -49,8 +56,11 @@ function compileGiven(message: Message & { type: 'policy' }): CompiledPolicy {
   return result.policy;
 }
 
-/** In a worker, as it starts: the policy the primary runs, asked for (a worker never reads the file). */
-export function policyFromPrimary(): Promise<CompiledPolicy> {
+/**
+ * In a worker, as it starts: the policy the primary runs, asked for (a worker never reads the file),
+ * and the port to listen on.
+ */
+export function policyFromPrimary(): Promise<{ policy: CompiledPolicy; port: number }> {
   return new Promise((resolve, reject) => {
     const done = () => {
       process.off('message', onMessage);
@@ -60,7 +70,7 @@ export function policyFromPrimary(): Promise<CompiledPolicy> {
       if (!isMessage(message) || message.type !== 'policy') return;
       done();
       try {
-        resolve(compileGiven(message));
+        resolve({ policy: compileGiven(message), port: message.port });
       } catch (err) {
         reject(err);
       }
@@ -125,6 +135,18 @@ export function serveAsWorker(gateway: RunningGateway, logger: Logger): void {
 
 export class WorkerStartError extends Error {}
 
+/** A port free on `host` just now, as the kernel picks one for a listen on port 0. */
+function freePort(host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = net.createServer();
+    probe.once('error', reject);
+    probe.listen(0, host, () => {
+      const { port } = probe.address() as AddressInfo;
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
 /**
  * In the primary: binds the admin listener, forks `config.workers` workers and waits until each
  * listens. `policy` is the policy file's, as read and accepted at start-up. Resolves once running;
@@ -187,7 +209,17 @@ export async function runPrimary(config: Config, logger: Logger, startUp: StartU
     return AggregatorRegistry.aggregate([...(await sums.parts(fresh)), await primaryOwn.collect()]).metrics();
   };
 
-  const sendPolicy = (worker: Worker, { source }: LoadedPolicy) => worker.send({ tag: TAG, type: 'policy', file: config.policyFile, source } satisfies Message);
+  // PORT=0: one free port, chosen here, for every worker. Each asking for port 0 instead, they would
+  // share a port only while one of them lives: replacements forked after all died would listen on
+  // another, where no client looks.
+  const port =
+    config.port === 0
+      ? await freePort(config.host).catch((err: NodeJS.ErrnoException) => {
+          // Where the primary cannot listen, no worker could.
+          throw new WorkerStartError(`HOST: cannot listen on ${config.host} (${err.code ?? err.message})`);
+        })
+      : config.port;
+  const sendPolicy = (worker: Worker, { source }: LoadedPolicy) => worker.send({ tag: TAG, type: 'policy', file: config.policyFile, source, port } satisfies Message);
   const policyFile = new PolicyFile(config.policyFile, policy, {
     logger,
     reloads: primaryOwn.policyReloads,
@@ -326,9 +358,8 @@ export async function runPrimary(config: Config, logger: Logger, startUp: StartU
   if (config.policyWatch) policyFile.watch();
 
   const first = Array.from({ length: config.workers }, fork);
-  let port: number | undefined;
   try {
-    [port] = await Promise.all(first.map(listening));
+    await Promise.all(first.map(listening));
   } catch (err) {
     // A signal during start-up: the workers it stopped are not a failure to report.
     if (stopped !== undefined) return void (await stopped);

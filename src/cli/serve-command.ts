@@ -89,11 +89,11 @@ export async function serveCommand(args: string[], startUp: StartUpSignals): Pro
  * it of each change; a SIGHUP to the worker itself, kept during start-up or not, is the primary's to act on.
  */
 async function serveWorker(config: Config, logger: Logger, startUp: StartUpSignals): Promise<void> {
-  const policy = await policyFromPrimary().catch((err: unknown) => {
+  const { policy, port } = await policyFromPrimary().catch((err: unknown) => {
     if (err instanceof PolicyLoadError) throw new CommandError(`the primary's policy could not be compiled here:\n${err.message}`);
     throw err;
   });
-  const gateway = await startGateway(config, { logger, policy, worker: true }).catch(listenError(config, 'PORT'));
+  const gateway = await startGateway({ ...config, port }, { logger, policy, worker: true }).catch(listenError(config, 'PORT'));
   startUp.handOver(() => serveAsWorker(gateway, logger));
 }
 

@@ -158,6 +158,27 @@ describe('WORKERS=2', () => {
     }
   }, 40_000);
 
+  it('with PORT=0, replaces every worker on the port the gateway announced, not on another free one', async () => {
+    const { key } = await createKey(env, { acquirer: 'acq_workers', permissions: ['eod_list', 'eod_read'] });
+    const g = await startServe({ ...env, WORKERS: '2', PORT: '0' });
+    try {
+      const pids = workerPids(g);
+      for (const pid of pids) process.kill(pid, 'SIGKILL');
+      // Both gone at once: the port's handle closed with them, and the replacements listen afresh.
+      const replacements = await waitFor(
+        () => {
+          const listening = logEntries(g).filter((e) => e.msg === 'worker listening' && !pids.includes(e.pid as number));
+          return listening.length === 2 ? listening : undefined;
+        },
+        { timeoutMs: 15_000, what: 'both replacements to listen' },
+      );
+      expect(replacements.map((e) => e.port)).toEqual([g.port, g.port]);
+      expect((await request(g.url, LIST, bearer(key))).status).toBe(200);
+    } finally {
+      await g.stop();
+    }
+  }, 30_000);
+
   it('pauses before replacing workers that keep dying soon after they start: 1 s, then 2 s', async () => {
     const { key } = await createKey(env, { acquirer: 'acq_workers', permissions: ['eod_list', 'eod_read'] });
     const g = await startServe({ ...env, WORKERS: '2' });
