@@ -1,7 +1,7 @@
 import cluster, { type Worker } from 'node:cluster';
 import net, { type AddressInfo } from 'node:net';
 import { AggregatorRegistry } from 'prom-client';
-import { createAdminServer, isReady, type ReadinessCheck } from './admin/admin-server.js';
+import { createAdminServer, type ReadinessCheck } from './admin/admin-server.js';
 import type { Config } from './config/env.js';
 import { parsePolicy, PolicyLoadError, type LoadedPolicy } from './config/load-policy.js';
 import { PolicyFile } from './config/policy-file.js';
@@ -198,7 +198,8 @@ export async function runPrimary(config: Config, logger: Logger, startUp: StartU
       policy: all.every((c) => c.policy === 'ok') && answers.every((answer) => answer.policy === accepted) ? 'ok' : 'not_loaded',
       key_store: all.every((c) => c.key_store === 'ok') ? 'ok' : 'unavailable',
       shutdown: phase === 'stopping' ? 'in_progress' : 'no',
-      workers: all.length === config.workers && all.every(isReady) ? 'ok' : 'missing',
+      // Whether every worker is there and staying; why one is not ready is in the checks above.
+      workers: all.length === config.workers && all.every((c) => c.shutdown === 'no') ? 'ok' : 'missing',
     };
   };
   const sums = new WorkerSums<Worker>((err, worker) => logger.warn({ err, worker_pid: worker.process.pid }, "a dead worker's counters could not be kept in the sums"));

@@ -6,6 +6,7 @@ import http from 'node:http';
 import { createKey, runCli, startServe, type ServeProcess } from '../helpers/cli.js';
 import { bearer, request } from '../helpers/http.js';
 import { startTestRedis, type TestRedis } from '../helpers/redis.js';
+import { startTcpProxy } from '../helpers/tcp-proxy.js';
 import { headerValues, startUpstream, type RecordingUpstream, type UpstreamHandler } from '../helpers/upstream.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -408,6 +409,26 @@ if (cluster.isWorker && cluster.worker.id === 1) {
       expect(await g.stop()).toBe(0);
     }
   }, 40_000);
+
+  it('while Redis is down, is not ready for the key store, and says every worker is there', async () => {
+    const relay = await startTcpProxy(redis.url);
+    const g = await startServe({ ...env, REDIS_URL: relay.url, WORKERS: '2' });
+    try {
+      await waitFor(async () => (await request(g.adminUrl, '/readyz')).status === 200, { what: 'readiness' });
+      await relay.cut();
+      const checks = await waitFor(
+        async () => {
+          const ready = await request(g.adminUrl, '/readyz');
+          return ready.status === 503 ? JSON.parse(ready.body.toString()).checks : undefined;
+        },
+        { what: 'readiness to drop' },
+      );
+      expect(checks).toEqual({ policy: 'ok', key_store: 'unavailable', shutdown: 'no', workers: 'ok' });
+    } finally {
+      await g.stop();
+      await relay.close();
+    }
+  }, 30_000);
 
   it('drains every worker on SIGTERM: a request in flight completes, then all processes exit 0', async () => {
     const { key } = await createKey(env, { acquirer: 'acq_workers', permissions: ['eod_list', 'eod_read'] });
