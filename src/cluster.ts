@@ -237,6 +237,26 @@ export async function runPrimary(config: Config, logger: Logger, startUp: StartU
     admin.listen(config.adminPort, config.adminHost, () => resolve((admin.address() as AddressInfo).port));
   });
 
+  /**
+   * When each listening worker last said anything. One whose event loop is stuck (an endless loop, a
+   * SIGSTOP) serves nobody, yet lives, and is still handed connections: asked every `watchEveryMs`,
+   * a worker silent for WORKER_UNRESPONSIVE_MS is killed, and replaced as any worker that dies.
+   */
+  const lastHeard = new Map<Worker, number>();
+  const watchEveryMs = Math.min(2_000, config.workerUnresponsiveMs / 4);
+  const watch = setInterval(() => {
+    if (phase !== 'running') return;
+    const now = performance.now();
+    for (const [worker, heard] of lastHeard) {
+      if (now - heard < config.workerUnresponsiveMs || worker.isDead()) continue;
+      lastHeard.delete(worker); // killed once
+      logger.error({ worker_pid: worker.process.pid, silent_ms: Math.round(now - heard) }, 'a worker stopped answering: killed, to be replaced');
+      worker.process.kill('SIGKILL');
+    }
+    void askAll('readiness'); // each answer is heard
+  }, watchEveryMs);
+  watch.unref();
+
   const fork = () => {
     const worker = cluster.fork();
     workers.set(worker, undefined);
@@ -244,10 +264,12 @@ export async function runPrimary(config: Config, logger: Logger, startUp: StartU
     worker.on('error', (err) => logger.warn({ err, worker_pid: worker.process.pid }, 'worker channel error'));
     worker.on('message', (message: unknown) => {
       if (!isMessage(message)) return;
+      if (lastHeard.has(worker)) lastHeard.set(worker, performance.now());
       if (message.type === 'answer') pending.get(message.id)?.(message);
       else if (message.type === 'get-policy') sendPolicy(worker, policyFile.accepted);
       else if (message.type === 'ready') {
         workers.set(worker, performance.now());
+        lastHeard.set(worker, performance.now());
         // Forked while a shutdown was beginning: it never heard the order.
         if (phase === 'stopping') worker.send({ tag: TAG, type: 'shutdown' } satisfies Message);
         else if (message.policy !== policyFile.accepted.policy.contentHash) sendPolicy(worker, policyFile.accepted);
@@ -276,6 +298,7 @@ export async function runPrimary(config: Config, logger: Logger, startUp: StartU
   const stop = (reason: string, exitCode: number): Promise<void> => {
     stopped ??= (async () => {
       phase = 'stopping';
+      clearInterval(watch);
       policyFile.close();
       logger.info({ reason, workers: workers.size }, 'shutting down: every worker drains its requests');
       const gone = [...workers.keys()].map((w) => new Promise<void>((resolve) => (w.isDead() ? resolve() : w.once('exit', () => resolve()))));
@@ -305,6 +328,7 @@ export async function runPrimary(config: Config, logger: Logger, startUp: StartU
   cluster.on('exit', (worker, code, signal) => {
     const listeningSince = workers.get(worker);
     workers.delete(worker);
+    lastHeard.delete(worker);
     sums.retire(worker);
     if (phase === 'stopping') {
       // Killed by a signal while it drained (the OOM killer, a SIGKILL): its requests were cut. One
@@ -365,6 +389,7 @@ export async function runPrimary(config: Config, logger: Logger, startUp: StartU
     // A signal during start-up: the workers it stopped are not a failure to report.
     if (stopped !== undefined) return void (await stopped);
     phase = 'stopping';
+    clearInterval(watch);
     policyFile.close();
     for (const worker of workers.keys()) worker.process.kill('SIGKILL');
     admin.close();

@@ -410,6 +410,25 @@ if (cluster.isWorker && cluster.worker.id === 1) {
     }
   }, 40_000);
 
+  it('kills and replaces a worker that stops answering, and keeps serving', async () => {
+    const { key } = await createKey(env, { acquirer: 'acq_workers', permissions: ['eod_list', 'eod_read'] });
+    const g = await startServe({ ...env, WORKERS: '2', WORKER_UNRESPONSIVE_MS: '2000' });
+    const [victim] = workerPids(g) as [number, number];
+    try {
+      process.kill(victim, 'SIGSTOP'); // alive, and deaf
+      const killed = await waitFor(() => logEntries(g).find((e) => e.msg === 'a worker stopped answering: killed, to be replaced'), { timeoutMs: 10_000, what: 'the silent worker to be killed' });
+      expect(killed).toMatchObject({ level: 50, worker_pid: victim, pid: primaryPid(g) });
+      expect(killed.silent_ms).toBeGreaterThanOrEqual(2_000);
+      const replaced = await waitFor(() => logEntries(g).find((e) => e.msg === 'worker died: replaced' && e.worker_pid === victim), { timeoutMs: 10_000, what: 'the replacement' });
+      expect(replaced).toMatchObject({ signal: 'SIGKILL' });
+      await waitFor(() => logEntries(g).some((e) => e.msg === 'worker listening' && e.pid === replaced.replacement_pid), { timeoutMs: 10_000, what: 'the replacement to listen' });
+      expect(await burst(g, key, 20)).toEqual(Array(20).fill(200));
+    } finally {
+      if (alive(victim)) process.kill(victim, 'SIGKILL');
+      await g.stop();
+    }
+  }, 30_000);
+
   it('while Redis is down, is not ready for the key store, and says every worker is there', async () => {
     const relay = await startTcpProxy(redis.url);
     const g = await startServe({ ...env, REDIS_URL: relay.url, WORKERS: '2' });
