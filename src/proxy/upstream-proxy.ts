@@ -243,6 +243,7 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): RequestHandl
       // HTTP/1.0 client would take for the end of the body. (A client that left destroys the answer
       // without an error: not the upstream's failure.)
       proxyRes.on('error', () => {
+        if (proxyRes.complete) return; // whole: what failed came after it (onProxyError)
         locals.upstreamErrorKind ??= 'reset';
         if (!res.destroyed) cutResponse(res);
       });
