@@ -10,6 +10,7 @@ import { createPrimaryMetrics } from './observability/metrics.js';
 import { WorkerSums, type WorkerMetrics } from './observability/worker-sums.js';
 import type { CompiledPolicy } from './policy/compile.js';
 import { RestartPacer } from './restart-pacer.js';
+import { UnansweredQuestions } from './unanswered.js';
 import type { RunningGateway } from './server.js';
 import { handleRunningSignals, type StartUpSignals } from './signals.js';
 
@@ -48,6 +49,8 @@ const isMessage = (m: unknown): m is Message => typeof m === 'object' && m !== n
 
 /** A worker that does not answer the primary in this time counts as not ready, and with its last metrics. */
 const ASK_TIMEOUT_MS = 1_000;
+/** How often the primary asks each worker whether it is there (WORKER_UNRESPONSIVE_MS). */
+const WATCH_EVERY_MS = 2_000;
 
 /** The policy a message from the primary carries, compiled. The primary accepted this text, so it compiles here too. */
 function compileGiven(message: Message & { type: 'policy' }): CompiledPolicy {
@@ -210,16 +213,6 @@ export async function runPrimary(config: Config, logger: Logger, startUp: StartU
     return AggregatorRegistry.aggregate([...(await sums.parts(fresh)), await primaryOwn.collect()]).metrics();
   };
 
-  // PORT=0: one free port, chosen here, for every worker. Each asking for port 0 instead, they would
-  // share a port only while one of them lives: replacements forked after all died would listen on
-  // another, where no client looks.
-  const port =
-    config.port === 0
-      ? await freePort(config.host).catch((err: NodeJS.ErrnoException) => {
-          // Where the primary cannot listen, no worker could.
-          throw new WorkerStartError(`HOST: cannot listen on ${config.host} (${err.code ?? err.message})`);
-        })
-      : config.port;
   const sendPolicy = (worker: Worker, { source }: LoadedPolicy) => worker.send({ tag: TAG, type: 'policy', file: config.policyFile, source, port } satisfies Message);
   const policyFile = new PolicyFile(config.policyFile, policy, {
     logger,
@@ -236,40 +229,63 @@ export async function runPrimary(config: Config, logger: Logger, startUp: StartU
     admin.once('error', reject);
     admin.listen(config.adminPort, config.adminHost, () => resolve((admin.address() as AddressInfo).port));
   });
+  // After the admin listener, which may have asked for port 0 too and now holds what it got.
+  // PORT=0: one free port, chosen here, for every worker. Each asking for port 0 instead, they would
+  // share a port only while one of them lives: replacements forked after all died would listen on
+  // another, where no client looks.
+  const port =
+    config.port === 0
+      ? await freePort(config.host).catch((err: NodeJS.ErrnoException) => {
+          // Where the primary cannot listen, no worker could.
+          admin.close();
+          throw new WorkerStartError(`HOST: cannot listen on ${config.host} (${err.code ?? err.message})`);
+        })
+      : config.port;
 
   /**
-   * When each listening worker last said anything. One whose event loop is stuck (an endless loop, a
-   * SIGSTOP) serves nobody, yet lives, and is still handed connections: asked every `watchEveryMs`,
-   * a worker silent for WORKER_UNRESPONSIVE_MS is killed, and replaced as any worker that dies.
+   * A worker whose event loop is stuck (an endless loop, a SIGSTOP) serves nobody, yet lives, and is
+   * still handed connections. Every WATCH_EVERY_MS each listening worker is asked how it is (given
+   * ASK_TIMEOUT_MS to answer); one that has left about WORKER_UNRESPONSIVE_MS of questions in a row
+   * unanswered (UnansweredQuestions) is killed, and replaced as any worker that dies.
    */
-  const lastHeard = new Map<Worker, number>();
-  const watchEveryMs = Math.min(2_000, config.workerUnresponsiveMs / 4);
+  const unanswered = new UnansweredQuestions<Worker>(Math.round(config.workerUnresponsiveMs / WATCH_EVERY_MS));
+  let watching = false;
   const watch = setInterval(() => {
-    if (phase !== 'running') return;
-    const now = performance.now();
-    for (const [worker, heard] of lastHeard) {
-      if (now - heard < config.workerUnresponsiveMs || worker.isDead()) continue;
-      lastHeard.delete(worker); // killed once
-      logger.error({ worker_pid: worker.process.pid, silent_ms: Math.round(now - heard) }, 'a worker stopped answering: killed, to be replaced');
-      worker.process.kill('SIGKILL');
-    }
-    void askAll('readiness'); // each answer is heard
-  }, watchEveryMs);
+    if (phase !== 'running' || watching) return;
+    watching = true;
+    void askAll('readiness').then((answers) => {
+      watching = false;
+      if (phase !== 'running') return;
+      for (const worker of unanswered.record(answers.map(({ worker, answer }) => ({ worker, answered: answer !== null })))) {
+        if (worker.isDead()) continue;
+        logger.error({ worker_pid: worker.process.pid, unanswered: unanswered.allowed, every_ms: WATCH_EVERY_MS }, 'a worker stopped answering: killed, to be replaced');
+        worker.process.kill('SIGKILL');
+      }
+    });
+  }, WATCH_EVERY_MS);
   watch.unref();
 
   const fork = () => {
     const worker = cluster.fork();
     workers.set(worker, undefined);
+    // One stuck before it listens is never asked anything: it has WORKER_UNRESPONSIVE_MS to start,
+    // and is then killed, and counted as a worker that could not start.
+    const startDeadline = setTimeout(() => {
+      if (workers.get(worker) !== undefined || worker.isDead() || phase === 'stopping') return;
+      logger.error({ worker_pid: worker.process.pid, deadline_ms: config.workerUnresponsiveMs }, 'a worker did not start in time: killed');
+      worker.process.kill('SIGKILL');
+    }, config.workerUnresponsiveMs);
+    startDeadline.unref();
+    worker.once('exit', () => clearTimeout(startDeadline));
     // A send to a worker that has just died fails here, not as an uncaught exception.
     worker.on('error', (err) => logger.warn({ err, worker_pid: worker.process.pid }, 'worker channel error'));
     worker.on('message', (message: unknown) => {
       if (!isMessage(message)) return;
-      if (lastHeard.has(worker)) lastHeard.set(worker, performance.now());
       if (message.type === 'answer') pending.get(message.id)?.(message);
       else if (message.type === 'get-policy') sendPolicy(worker, policyFile.accepted);
       else if (message.type === 'ready') {
+        clearTimeout(startDeadline);
         workers.set(worker, performance.now());
-        lastHeard.set(worker, performance.now());
         // Forked while a shutdown was beginning: it never heard the order.
         if (phase === 'stopping') worker.send({ tag: TAG, type: 'shutdown' } satisfies Message);
         else if (message.policy !== policyFile.accepted.policy.contentHash) sendPolicy(worker, policyFile.accepted);
@@ -328,7 +344,7 @@ export async function runPrimary(config: Config, logger: Logger, startUp: StartU
   cluster.on('exit', (worker, code, signal) => {
     const listeningSince = workers.get(worker);
     workers.delete(worker);
-    lastHeard.delete(worker);
+    unanswered.forget(worker);
     sums.retire(worker);
     if (phase === 'stopping') {
       // Killed by a signal while it drained (the OOM killer, a SIGKILL): its requests were cut. One

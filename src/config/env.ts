@@ -115,7 +115,7 @@ export const CONFIG_FIELDS = {
   keepAliveTimeoutMs: field({ env: 'KEEP_ALIVE_TIMEOUT_MS', default: '5000', description: 'How long an idle client keep-alive connection is kept open. At least 1: Node reads 0 as no limit at all.', schema: integer(1, 600_000) }),
   shutdownTimeoutMs: field({ env: 'SHUTDOWN_TIMEOUT_MS', default: String(DEFAULT_SHUTDOWN_TIMEOUT_MS), description: 'On SIGTERM/SIGINT, how long requests in flight (downloads too) may take to finish before connections are closed.', schema: integer(0, 3_600_000) }),
   workers: field({ env: 'WORKERS', default: '1', description: 'Processes serving requests. 1: this process. More (or `auto`, one per core): a node:cluster primary forks that many workers sharing the port, serves the admin endpoints for all of them and replaces a worker that dies.', schema: workerCount }),
-  workerUnresponsiveMs: field({ env: 'WORKER_UNRESPONSIVE_MS', default: '10000', description: 'With WORKERS above 1: a worker that has answered none of the primary\'s questions for this long (its event loop is stuck) is killed and replaced.', schema: integer(2_000, 600_000) }),
+  workerUnresponsiveMs: field({ env: 'WORKER_UNRESPONSIVE_MS', default: '10000', description: 'With WORKERS above 1: a worker that has answered none of the primary\'s questions (one every 2 s) for about this long, or has not started within it, is killed and replaced.', schema: integer(4_000, 600_000) }),
   logLevel: field({ env: 'LOG_LEVEL', default: 'info', description: 'fatal, error, warn, info, debug, trace or silent.', schema: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'must be one of fatal, error, warn, info, debug, trace, silent') }),
 } as const;
 
