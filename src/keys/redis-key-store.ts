@@ -82,6 +82,8 @@ export class RedisKeyStore implements KeyStore {
    * are another set (another environment's, where environments share a Redis by database).
    */
   #databaseRefused: Error | undefined;
+  /** The main connection has been ready once. */
+  #connectedOnce = false;
   readonly #healthCheck: NodeJS.Timeout | undefined;
 
   constructor(options: RedisKeyStoreOptions) {
@@ -93,13 +95,21 @@ export class RedisKeyStore implements KeyStore {
       maxRetriesPerRequest: waiting ? 1 : 0,
       commandTimeout: options.commandTimeoutMs ?? DEFAULT_REDIS_COMMAND_TIMEOUT_MS,
       connectTimeout: 1000,
-      // A refused database is tried again no more than every second: each try resets ioredis's count.
-      retryStrategy: waiting ? (times) => (times > 3 ? null : 200) : (times) => (this.#databaseRefused === undefined ? Math.min(times * 100, RECONNECT_MAX_DELAY_MS) : RECONNECT_MAX_DELAY_MS),
+      // Key administration connects once (a few tries) and never again: on a reconnect ioredis sends
+      // what was queued and unanswered as the connection turns ready, before its 'ready' event, so
+      // before a refused database could be noticed. Those would be written to database 0. A gateway
+      // queues nothing, and tries a refused database again no more than every second (each try
+      // resets ioredis's count).
+      retryStrategy: waiting
+        ? (times) => (this.#connectedOnce || times > 3 ? null : 200)
+        : (times) => (this.#databaseRefused === undefined ? Math.min(times * 100, RECONNECT_MAX_DELAY_MS) : RECONNECT_MAX_DELAY_MS),
+      autoResendUnfulfilledCommands: !waiting,
       lazyConnect: waiting,
     };
     this.#client = new Redis(options.url, { ...common, connectionName: 'acquirer-gateway' });
     const onError = options.onError ?? (() => {});
     this.#client.on('connect', () => (this.#databaseRefused = undefined));
+    this.#client.on('ready', () => (this.#connectedOnce = true));
     this.#client.on('error', (err: unknown) => {
       if ((err as { command?: { name?: string } }).command?.name === 'select') this.#databaseRefused = err as Error;
       onError(err, 'redis connection');

@@ -2,6 +2,7 @@ import { RedisKeyStore } from '../../src/keys/redis-key-store.js';
 import { CorruptKeyRecordError } from '../../src/keys/key-store.js';
 import { keyStoreContract, newRecord } from '../helpers/key-store-contract.js';
 import { startTestRedis, type TestRedis } from '../helpers/redis.js';
+import { startTcpProxy } from '../helpers/tcp-proxy.js';
 import { waitFor } from '../helpers/wait.js';
 import { randomBytes } from 'node:crypto';
 
@@ -34,6 +35,25 @@ async function readyStore(prefix: string): Promise<RedisKeyStore> {
 }
 
 describe('RedisKeyStore specifics', () => {
+  it('for key administration, connects once and never again: nothing queued is sent on a new connection', async () => {
+    // A new connection could reach a Redis that refuses the database (restarted with fewer, a failover),
+    // and ioredis sends what was queued and unanswered before anyone could notice: to database 0.
+    const relay = await startTcpProxy(redis.url);
+    const prefix = `${redis.prefix}once:`;
+    const admin = new RedisKeyStore({ url: relay.url, prefix, waitForConnection: true, commandTimeoutMs: 2000 });
+    try {
+      await admin.connect();
+      expect(await admin.list()).toEqual([]);
+      await relay.cut();
+      await relay.heal();
+      await expect(admin.create(newRecord({ id: 'key_after_cut' }))).rejects.toThrow();
+      expect(await redis.client.keys(`${prefix}*`)).toEqual([]);
+    } finally {
+      await admin.close();
+      await relay.close();
+    }
+  });
+
   it('create leaves nothing behind when Redis refuses part of it after the checks (ids changed type just then)', async () => {
     const prefix = `${redis.prefix}race:`;
     const store = await readyStore(prefix);
