@@ -4,7 +4,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import { createAdminServer, type ReadinessCheck } from './admin/admin-server.js';
 import { createApp } from './app.js';
 import type { Config } from './config/env.js';
-import { sendError, sendRawError } from './errors/error-response.js';
+import { cutResponse, sendError, sendRawError } from './errors/error-response.js';
 import { KeyResolver } from './keys/key-resolver.js';
 import type { KeyStore } from './keys/key-store.js';
 import { RedisKeyStore } from './keys/redis-key-store.js';
@@ -178,9 +178,14 @@ export async function startGateway(config: Config, { logger, policy: initialPoli
   });
   // An Expect other than 100-continue: Node would answer an empty 417; nothing here takes a body anyway.
   server.on('checkExpectation', (req: http.IncomingMessage, res: http.ServerResponse) => {
-    const requestId = randomUUID();
-    observeRefusal(400, 'BAD_REQUEST', requestId, req.socket, req);
-    sendError(res, 400, requestId);
+    if (!admit(req, res)) return;
+    const refuse = () => {
+      const requestId = randomUUID();
+      observeRefusal(400, 'BAD_REQUEST', requestId, req.socket, req);
+      sendError(res, 400, requestId);
+    };
+    if (res.socket === null) return void res.once('socket', refuse);
+    refuse();
   });
   // Expect: 100-continue: Node would send "100 Continue" at once, inviting the body of a request not
   // yet judged (and that no route takes). Judged like any other, it gets its final answer instead,
@@ -217,22 +222,35 @@ export async function startGateway(config: Config, { logger, policy: initialPoli
     (this.req.socket as GatewaySocket)[PENDING]!.shift();
     if (shuttingDown) setImmediate(() => server.closeIdleConnections());
   }
-  // The connection is decided on before the app runs: a refusal it answers at once.
-  server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
+  /**
+   * Takes a request onto its connection's queue of answers, before anything answers it; false when
+   * it is not to be answered at all. Node parses pipelined requests as fast as they arrive and queues
+   * each behind the answers before it, with nothing written to push back: one connection with a valid
+   * key could queue 150,000 (730 MiB, and a 25 s stall for everyone when they were dropped). Past
+   * MAX_PIPELINED_REQUESTS the connection is closed.
+   */
+  const admit = (req: http.IncomingMessage, res: http.ServerResponse): boolean => {
     const socket = req.socket as GatewaySocket;
     // The rest of a flood parsed from the same read as the request that closed the connection.
-    if (socket.destroyed) return;
+    if (socket.destroyed) return false;
     res.on('finish', responseDone);
     const pending = (socket[PENDING] ??= []);
     pending.push(res);
     if (shuttingDown) closeAfterLast(pending);
-    // Node parses pipelined requests as fast as they arrive and queues each behind the answers before
-    // it, with nothing written to push back: one connection with a valid key could queue 150,000
-    // (730 MiB, and a 25 s stall for everyone when they were dropped). Past the limit it is closed.
     if (pending.length > MAX_PIPELINED_REQUESTS) {
       logger.warn({ limit: MAX_PIPELINED_REQUESTS, client: peerText(socket) }, 'a connection pipelined more requests than the limit ahead of their answers: closed');
-      return void socket.destroy();
+      socket.destroy();
+      return false;
     }
+    return true;
+  };
+  // A pipelined request is judged and answered once its answer has the connection, not before: its
+  // head (its `Connection` among them) is then decided when it goes out, a drain included, and a
+  // proxied one holds a pooled upstream connection only while it can use it (one client could
+  // otherwise hold them all by pipelining downloads behind a slow one). A closure for those only.
+  server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
+    if (!admit(req, res)) return;
+    if (res.socket === null) return void res.once('socket', () => app(req, res));
     app(req, res);
   });
 
@@ -287,6 +305,11 @@ export async function startGateway(config: Config, { logger, policy: initialPoli
         const timedOut = new Promise<'timeout'>((resolve) => (deadline = setTimeout(() => resolve('timeout'), config.shutdownTimeoutMs)));
         if ((await Promise.race([drained, timedOut])) === 'timeout') {
           logger.warn('shutdown deadline passed: closing the connections still open');
+          // An answer under way is cut as any other cut short (cutResponse): reset where a close would be its end.
+          for (const socket of connections) {
+            const current = socket[PENDING]?.[0];
+            if (current?.headersSent === true) cutResponse(current);
+          }
           server.closeAllConnections();
           await drained;
         }

@@ -44,15 +44,27 @@ export function sendError(res: ServerResponse, status: ErrorStatus, requestId: s
   res.end(response.body);
 }
 
+const ENDS_WITH_CONNECTION = Symbol('its body ends when its connection closes');
+type CuttableResponse = ServerResponse & { [ENDS_WITH_CONNECTION]?: true };
+
 /**
- * Ends a response whose head is out, short of its body, so that no client can take it for whole: the
- * connection is reset, not closed. A close is the end of the body for an answer framed by the
- * connection (an HTTP/1.0 client's, or any without Content-Length or chunks), so a download cut that
- * way would look complete; a reset is an error to every client.
+ * Marks a response, its head out, whose body is framed by nothing but its connection: no
+ * Content-Length and no chunks, as every streamed answer to an HTTP/1.0 client is.
+ */
+export function noteBodyEndsWithConnection(res: ServerResponse): void {
+  (res as CuttableResponse)[ENDS_WITH_CONNECTION] = true;
+}
+
+/**
+ * Ends a response whose head is out, short of its body, so that no client can take it for whole.
+ * Framed by Content-Length or chunks, a closed connection shows the body short. Framed by the
+ * connection alone (noteBodyEndsWithConnection), a close would be its end, and a cut download would
+ * look complete: that connection is reset instead. Only that one: a reset also throws away what is
+ * still on its way to the client, a whole earlier answer on the connection included.
  */
 export function cutResponse(res: ServerResponse): void {
   const socket = res.socket;
-  if (socket !== null && !socket.destroyed) {
+  if ((res as CuttableResponse)[ENDS_WITH_CONNECTION] === true && socket !== null && !socket.destroyed) {
     try {
       socket.resetAndDestroy();
     } catch {
@@ -70,8 +82,9 @@ export function cutResponse(res: ServerResponse): void {
 export function sendRawError(socket: Duplex, status: ErrorStatus, requestId: string): void {
   // A response already under way on this connection (a pipelined request was malformed): writing
   // an error now would land inside its body. Cutting the connection keeps the truncation visible.
-  const inFlight = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
-  if (!socket.writable || inFlight?.headersSent) {
+  const inFlight = (socket as Duplex & { _httpMessage?: ServerResponse })._httpMessage;
+  if (inFlight?.headersSent === true) return void cutResponse(inFlight);
+  if (!socket.writable) {
     socket.destroy();
     return;
   }

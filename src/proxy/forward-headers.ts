@@ -143,8 +143,9 @@ export function buildUpstreamHeaders(
  */
 export const RETURNED_RESPONSE_HEADERS: ReadonlySet<string> = new Set([
   'content-type', 'content-length', 'content-encoding', 'content-language', 'content-disposition',
-  'content-range', 'content-digest', 'repr-digest', 'accept-ranges', 'etag', 'last-modified', 'expires',
-  'age', 'cache-control', 'vary', 'date', 'location', 'content-location', 'link', 'refresh', 'retry-after',
+  'content-range', 'content-digest', 'repr-digest', 'digest', 'accept-ranges', 'etag', 'last-modified',
+  'expires', 'age', 'cache-control', 'vary', 'date', 'location', 'content-location', 'link', 'refresh',
+  'retry-after', 'deprecation', 'sunset',
 ]);
 
 /**
@@ -159,10 +160,9 @@ export const RETURNED_RESPONSE_HEADERS: ReadonlySet<string> = new Set([
 export const privateCacheControl = memo((value: string): string => {
   const kept: string[] = [];
   let unshared = false;
-  for (const part of value.split(',')) {
-    const directive = part.trim();
+  for (const directive of directives(value)) {
     const name = directive.split('=', 1)[0]!.trim().toLowerCase();
-    if (name === '' || name === 'public' || name === 's-maxage' || name === 'proxy-revalidate') continue;
+    if (name === 'public' || name === 's-maxage' || name === 'proxy-revalidate') continue;
     if (name === 'private') {
       if (!kept.includes('private')) kept.push('private');
       unshared = true;
@@ -174,6 +174,27 @@ export const privateCacheControl = memo((value: string): string => {
   if (!unshared) kept.unshift('private');
   return kept.join(', ');
 });
+
+/**
+ * A list header's members, trimmed, empty ones dropped: split at the commas outside quoted strings
+ * (`no-cache="a, b"` is one member), a backslash escaping the character after it inside one.
+ */
+function directives(value: string): string[] {
+  const members: string[] = [];
+  let start = 0;
+  let quoted = false;
+  for (let i = 0; i < value.length; i++) {
+    const c = value[i];
+    if (quoted && c === '\\') i++;
+    else if (c === '"') quoted = !quoted;
+    else if (c === ',' && !quoted) {
+      members.push(value.slice(start, i).trim());
+      start = i + 1;
+    }
+  }
+  members.push(value.slice(start).trim());
+  return members.filter((m) => m !== '');
+}
 
 /**
  * `Vary` as passed: the acquirer header is the upstream's, set by the gateway from the key, and

@@ -5,7 +5,7 @@ import type { NextFunction, RequestHandler, Response } from 'express';
 import { createProxyMiddleware, type Plugin } from 'http-proxy-middleware';
 import type { ErrorCode } from '../errors/codes.js';
 import { ERROR_CODES } from '../errors/codes.js';
-import { cutResponse, sendError } from '../errors/error-response.js';
+import { cutResponse, noteBodyEndsWithConnection, sendError } from '../errors/error-response.js';
 import type { Logger } from '../logger.js';
 import { forwardBody } from './forward-body.js';
 import { buildClientHeaders, buildUpstreamHeaders, hasDroppedBody, unsatisfiedRange, upstreamAddress } from './forward-headers.js';
@@ -218,22 +218,26 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): RequestHandl
         sendError(res, mapped, locals.requestId, mapped === 416 ? unsatisfiedRange(proxyRes.headers) : undefined);
         return;
       }
+      const status = proxyRes.statusCode!;
       const codings = proxyRes.headers['transfer-encoding'];
-      if (codings !== undefined && !ONLY_CHUNKED.test(codings)) {
+      // Only where a body is passed on: a redirect's is dropped, and a 204 or 304 has none.
+      if (codings !== undefined && !ONLY_CHUNKED.test(codings) && !hasDroppedBody(status) && status !== 204 && status !== 304) {
         proxyRes.destroy();
         locals.upstreamErrorKind = 'protocol';
         fail(res, 'UPSTREAM_UNREACHABLE', new UnsupportedTransferCodingError(codings));
         return;
       }
       try {
-        res.writeHead(proxyRes.statusCode!, buildClientHeaders(proxyRes.statusCode!, proxyRes.headers, locals.requestId, address, locals.policy.acquirerHeader));
+        const headers = buildClientHeaders(status, proxyRes.headers, locals.requestId, address, locals.policy.acquirerHeader);
+        res.writeHead(status, headers);
+        if (!res.chunkedEncoding && headers['content-length'] === undefined) noteBodyEndsWithConnection(res);
       } catch (err) {
         // Headers Node will not send on (e.g. invalid characters): the answer is unusable, not fatal.
         proxyRes.destroy();
         fail(res, 'UPSTREAM_UNREACHABLE', err);
         return;
       }
-      if (hasDroppedBody(proxyRes.statusCode!)) {
+      if (hasDroppedBody(status)) {
         discard(proxyRes);
         res.end();
         return;
@@ -323,12 +327,7 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): RequestHandl
     return proxy(req, res, next);
   };
 
-  return function upstreamProxy(req, res, next) {
-    // A pipelined request whose answer must wait for the ones before it on the connection is sent
-    // upstream once its answer can go out, not before: forwarded at once, each would hold a pooled
-    // upstream connection while it waited, and one client could hold them all by pipelining
-    // downloads behind a slow one.
-    if (res.socket === null) return void res.once('socket', () => forward(req, res, next));
-    return forward(req, res, next);
-  };
+  // A pipelined request reaches this step only once its answer has the connection (server.ts): so
+  // each client connection holds at most one pooled upstream connection at a time.
+  return forward;
 }

@@ -366,7 +366,10 @@ describe('shutdown', () => {
       });
     const alone = connection(head(HELD));
     const pipelined = connection(head(HELD) + head(LIST)); // the list waits behind the held answer
-    await waitFor(() => held.length === 2, { what: 'both held requests to reach the upstream' });
+    // Answers the gateway writes itself, behind a held one: the catalogue, and a refused expectation.
+    const catalogue = connection(head(HELD) + head(PERMISSIONS));
+    const expectation = connection(head(HELD) + `GET ${LIST} HTTP/1.1\r\nHost: a\r\nExpect: teapot\r\n\r\n`);
+    await waitFor(() => held.length === 4, { what: 'the held requests to reach the upstream' });
     const exited = new Promise<number | null>((resolve) => g.child.once('exit', resolve));
     g.child.kill('SIGTERM');
     await waitFor(async () => (await adminGet(g, '/readyz').catch(() => ({ status: 0 }))).status === 503, { what: 'draining' });
@@ -380,9 +383,36 @@ describe('shutdown', () => {
     expect(second).toMatchObject({ status: 200, body: '{"eod_statements":[]}' });
     expect(second!.headers.connection).toBe('close');
     expect(none).toEqual([]);
+    for (const [answers, status] of [[await catalogue, 200], [await expectation, 400]] as const) {
+      const [before, last, ...more] = parseRawResponses(answers);
+      expect([before!.status, before!.headers.connection]).toEqual([200, 'keep-alive']);
+      expect([last!.status, last!.headers.connection]).toEqual([status, 'close']);
+      expect(more).toEqual([]);
+    }
     expect(await exited).toBe(0);
     allLogLines.push(...g.logLines);
   }, 20_000);
+
+  it('at the deadline, an answer framed only by its connection (HTTP/1.0) is reset, never closed as if whole', async () => {
+    const g = await serve({ SHUTDOWN_TIMEOUT_MS: '500' });
+    const { key } = await createKey(env, { acquirer: 'acq_1', permissions: ['eod_list', 'eod_read'] });
+    const socket = net.connect(g.port, '127.0.0.1');
+    let received = '';
+    const ending = new Promise<string>((resolve) => {
+      socket.on('end', () => resolve('end'));
+      socket.on('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? 'error'));
+    });
+    socket.on('data', (d: Buffer) => (received += d.toString('latin1')));
+    socket.write(`GET ${CSV} HTTP/1.0\r\nAuthorization: Bearer ${key}\r\n\r\n`);
+    await waitFor(() => finishSlow !== undefined && received.includes('first,part'), { what: 'the download to stream' });
+    const exited = new Promise<number | null>((resolve) => g.child.once('exit', resolve));
+    g.child.kill('SIGTERM');
+    expect(await ending).toBe('ECONNRESET');
+    expect(received).not.toMatch(/^content-length:/im);
+    expect(await exited).toBe(0);
+    finishSlow = undefined;
+    allLogLines.push(...g.logLines);
+  }, 15_000);
 
   it('a second signal exits at once', async () => {
     const g = await serve({ SHUTDOWN_TIMEOUT_MS: '60000' });

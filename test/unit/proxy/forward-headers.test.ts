@@ -135,7 +135,8 @@ describe('buildClientHeaders', () => {
       'content-disposition': 'attachment; filename="eod.csv"', 'content-range': 'bytes 0-9/100', 'content-digest': 'sha-256=:AAA=:',
       'repr-digest': 'sha-256=:BBB=:', 'accept-ranges': 'bytes', etag: '"v1"', 'last-modified': 'Tue, 24 Nov 2026 10:00:00 GMT',
       expires: 'Tue, 24 Nov 2026 11:00:00 GMT', age: '5', 'cache-control': 'private, max-age=60', vary: 'Accept-Encoding',
-      date: 'Tue, 24 Nov 2026 10:00:05 GMT', 'retry-after': '120',
+      date: 'Tue, 24 Nov 2026 10:00:05 GMT', 'retry-after': '120', digest: 'sha-256=AAA=', deprecation: '@1796083200',
+      sunset: 'Tue, 01 Jun 2027 00:00:00 GMT',
     };
     expect(buildClientHeaders(206, passed, 'r', ORIGIN, ACQ)).toEqual({ ...passed, 'x-request-id': 'r' });
   });
@@ -152,6 +153,12 @@ describe('buildClientHeaders', () => {
     ['private, max-age=60', 'private, max-age=60'],
     ['no-cache, private', 'no-cache, private'],
     ['max-age=60, , ', 'private, max-age=60'],
+    // Commas and directive names inside quoted strings are not directives.
+    ['must-revalidate, ext="a,no-store=1", max-age=600, public', 'private, must-revalidate, ext="a,no-store=1", max-age=600'],
+    ['private="Set-Cookie, X-Foo", max-age=60', 'private, max-age=60'],
+    ['no-cache="x,public=1", must-revalidate, max-age=600', 'private, no-cache="x,public=1", must-revalidate, max-age=600'],
+    ['no-cache="a \\" public, b", max-age=5', 'private, no-cache="a \\" public, b", max-age=5'],
+    ['ext="unclosed, public', 'private, ext="unclosed, public'],
   ])('Cache-Control %p → %p: no shared cache stores one acquirer\'s answer', (upstream, passed) => {
     expect(buildClientHeaders(200, { 'cache-control': upstream }, 'r', ORIGIN, ACQ)['cache-control']).toBe(passed);
   });
