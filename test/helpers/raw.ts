@@ -27,6 +27,21 @@ export function sendRaw(port: number, bytes: string | Buffer, { idleMs = 1000 } 
   });
 }
 
+/**
+ * Sends raw bytes and resolves with everything the server wrote, once the server closed the
+ * connection (the test's timeout if it never does); rejects on a reset.
+ */
+export function sendUntilServerCloses(port: number, bytes: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, '127.0.0.1');
+    let received = '';
+    socket.on('data', (d: Buffer) => (received += d.toString('latin1')));
+    socket.on('end', () => resolve(received));
+    socket.on('error', reject);
+    socket.write(bytes);
+  });
+}
+
 /** Status, headers (lower-case names) and body of the first response in `raw`. */
 export function parseRawResponse(raw: string): { status: number; headers: Record<string, string>; body: string } {
   const end = raw.indexOf('\r\n\r\n');

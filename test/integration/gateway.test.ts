@@ -6,7 +6,7 @@ import { createKey, runCli, startServe, type ServeProcess } from '../helpers/cli
 import { bearer, headerNames, request, type HttpResult } from '../helpers/http.js';
 import { STATEMENT_ID } from '../helpers/policy.js';
 import { startTestRedis, type TestRedis } from '../helpers/redis.js';
-import { parseRawResponse, sendRaw } from '../helpers/raw.js';
+import { parseRawResponse, sendRaw, sendUntilServerCloses } from '../helpers/raw.js';
 import { headerValues, startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -349,16 +349,6 @@ describe('requests Node\'s HTTP parser refuses', () => {
 });
 
 describe('a request refused for its framing closes its connection: what follows it is not read as a request', () => {
-  /** Writes `bytes` and resolves with everything the server wrote once it closed the connection (the test's timeout if it never does). */
-  const untilServerCloses = (bytes: string) =>
-    new Promise<string>((resolve, reject) => {
-      const socket = net.connect(gateway.port, '127.0.0.1');
-      let received = '';
-      socket.on('data', (d: Buffer) => (received += d.toString('latin1')));
-      socket.on('end', () => resolve(received));
-      socket.on('error', reject);
-      socket.write(bytes);
-    });
   const valid = () => `GET ${LIST} HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${keys.acq1!.key}\r\n\r\n`;
 
   it.each([
@@ -366,7 +356,7 @@ describe('a request refused for its framing closes its connection: what follows 
     ['two Host lines', () => `GET ${LIST} HTTP/1.1\r\nHost: a\r\nHost: b\r\nAuthorization: Bearer ${keys.acq1!.key}\r\n\r\n`],
   ])('%s, with a valid request pipelined behind it', async (_name, refused) => {
     const before = upstream.received.length;
-    const raw = await untilServerCloses(refused() + valid());
+    const raw = await sendUntilServerCloses(gateway.port, refused() + valid());
     const res = parseRawResponse(raw);
     expect(res.status).toBe(400);
     expect(res.body).toBe('{"message":"Bad request"}');

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createKey, runCli, startServe, type ServeProcess } from '../helpers/cli.js';
 import { bearer, request } from '../helpers/http.js';
-import { parseRawResponses } from '../helpers/raw.js';
+import { parseRawResponses, sendUntilServerCloses } from '../helpers/raw.js';
 import { STATEMENT_ID } from '../helpers/policy.js';
 import { startTestRedis, type TestRedis } from '../helpers/redis.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
@@ -354,16 +354,7 @@ describe('shutdown', () => {
     const { key } = await createKey(env, { acquirer: 'acq_1', permissions: ['eod_list', 'eod_read'] });
     const HELD = '/v1/acquirer/eod_statements/by_date/2000-01-01.csv';
     const head = (p: string) => `GET ${p} HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${key}\r\n\r\n`;
-    /** Everything the server wrote on a connection, once it closed it. */
-    const connection = (bytes: string) =>
-      new Promise<string>((resolve, reject) => {
-        const socket = net.connect(g.port, '127.0.0.1');
-        let received = '';
-        socket.on('data', (d: Buffer) => (received += d.toString('latin1')));
-        socket.on('end', () => resolve(received));
-        socket.on('error', reject);
-        socket.write(bytes);
-      });
+    const connection = (bytes: string) => sendUntilServerCloses(g.port, bytes);
     const alone = connection(head(HELD));
     const pipelined = connection(head(HELD) + head(LIST)); // the list waits behind the held answer
     // Answers the gateway writes itself, behind a held one: the catalogue, and a refused expectation.
