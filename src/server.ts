@@ -4,7 +4,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import { createAdminServer, type ReadinessCheck } from './admin/admin-server.js';
 import { createApp } from './app.js';
 import type { Config } from './config/env.js';
-import { cutResponse, sendError, sendRawError } from './errors/error-response.js';
+import { cutConnection, sendError, sendRawError } from './errors/error-response.js';
 import { KeyResolver } from './keys/key-resolver.js';
 import type { KeyStore } from './keys/key-store.js';
 import { RedisKeyStore } from './keys/redis-key-store.js';
@@ -25,6 +25,11 @@ export const MAX_PIPELINED_REQUESTS = 32;
 const PENDING = Symbol('responses not yet finished');
 type GatewaySocket = Socket & { [PENDING]?: http.ServerResponse[] };
 
+/** A connection that owes no answer and has nothing left to write: closing it loses nothing. */
+export function isIdle(socket: Socket): boolean {
+  return ((socket as GatewaySocket)[PENDING]?.length ?? 0) === 0 && socket.writableLength === 0;
+}
+
 /** Node's default is 30 s: HEADERS_TIMEOUT_MS and REQUEST_TIMEOUT_MS are enforced within this of their deadline. */
 const CONNECTIONS_CHECKING_INTERVAL_MS = 1_000;
 
@@ -36,7 +41,7 @@ export interface RunningGateway {
   readiness(): ReadinessCheck;
   /** The policy it runs. */
   readonly policy: CompiledPolicy;
-  /** Runs `policy` from now on: a request reads the policy once when it arrives, so none changes mid-way. */
+  /** Runs `policy` from now on: a request reads the policy once, when it is judged, so none changes mid-way. */
   usePolicy(policy: CompiledPolicy): void;
   /**
    * Readiness turns 503, the listener stops accepting, requests in flight get up to
@@ -170,7 +175,7 @@ export async function startGateway(config: Config, { logger, policy: initialPoli
   };
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
     // A reset or timed-out socket has nobody to answer; anything else is a malformed request.
-    if (err.code === 'ECONNRESET' || err.code === 'ERR_HTTP_REQUEST_TIMEOUT') return void socket.destroy();
+    if (err.code === 'ECONNRESET' || err.code === 'ERR_HTTP_REQUEST_TIMEOUT') return void cutConnection(socket);
     const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
     const requestId = randomUUID();
     observeRefusal(status, status === 431 ? 'HEADERS_TOO_LARGE' : 'BAD_REQUEST', requestId, socket as Socket);
@@ -202,6 +207,15 @@ export async function startGateway(config: Config, { logger, policy: initialPoli
     connections.add(socket);
     socket.once('close', () => connections.delete(socket));
   });
+  /**
+   * Node's own (which `server.close()` calls too) takes a connection for idle once its answer has
+   * ended, though its last bytes may still wait to be written, and destroys it: the tail of that
+   * answer was lost, and an HTTP/1.0 client took the short body for whole. Here a connection is idle
+   * when every answer on it has finished, its bytes all handed to the kernel.
+   */
+  server.closeIdleConnections = () => {
+    for (const socket of connections) if (isIdle(socket)) socket.destroy();
+  };
   /**
    * While draining, the last answer still to start on a connection says `Connection: close`, and
    * Node closes the connection after it: a client is told before it sends another request, rather
@@ -239,7 +253,7 @@ export async function startGateway(config: Config, { logger, policy: initialPoli
     if (shuttingDown) closeAfterLast(pending);
     if (pending.length > MAX_PIPELINED_REQUESTS) {
       logger.warn({ limit: MAX_PIPELINED_REQUESTS, client: peerText(socket) }, 'a connection pipelined more requests than the limit ahead of their answers: closed');
-      socket.destroy();
+      cutConnection(socket);
       return false;
     }
     return true;
@@ -305,11 +319,8 @@ export async function startGateway(config: Config, { logger, policy: initialPoli
         const timedOut = new Promise<'timeout'>((resolve) => (deadline = setTimeout(() => resolve('timeout'), config.shutdownTimeoutMs)));
         if ((await Promise.race([drained, timedOut])) === 'timeout') {
           logger.warn('shutdown deadline passed: closing the connections still open');
-          // An answer under way is cut as any other cut short (cutResponse): reset where a close would be its end.
-          for (const socket of connections) {
-            const current = socket[PENDING]?.[0];
-            if (current?.headersSent === true) cutResponse(current);
-          }
+          // An answer under way is cut as any other cut short: reset where a close would be its end.
+          for (const socket of connections) cutConnection(socket);
           server.closeAllConnections();
           await drained;
         }

@@ -75,17 +75,27 @@ export function cutResponse(res: ServerResponse): void {
 }
 
 /**
+ * Closes a connection, cutting the answer under way on it, if any, as cutResponse cuts one: never a
+ * close that would end a body framed only by its connection.
+ */
+export function cutConnection(socket: Duplex): void {
+  const inFlight = (socket as Duplex & { _httpMessage?: ServerResponse | null })._httpMessage;
+  if (inFlight?.headersSent === true) return void cutResponse(inFlight);
+  socket.destroy();
+}
+
+/**
  * For failures before Express sees the request (Node's HTTP parser refused it): the same body and
  * content type as every other error of that status, written raw, and the connection closed since
  * the parser cannot say where the next request would start.
  */
 export function sendRawError(socket: Duplex, status: ErrorStatus, requestId: string): void {
-  // A response already under way on this connection (a pipelined request was malformed): writing
-  // an error now would land inside its body. Cutting the connection keeps the truncation visible.
-  const inFlight = (socket as Duplex & { _httpMessage?: ServerResponse })._httpMessage;
-  if (inFlight?.headersSent === true) return void cutResponse(inFlight);
-  if (!socket.writable) {
-    socket.destroy();
+  // An answer still owed on this connection (a pipelined request was malformed): written now, the
+  // error would land inside its body, or go out first and read as the answer to the request before
+  // it. The connection is cut instead (cutConnection), and a client that pipelines retries what was
+  // left unanswered (RFC 9112 §9.3.2).
+  if ((socket as Duplex & { _httpMessage?: ServerResponse | null })._httpMessage != null || !socket.writable) {
+    cutConnection(socket);
     return;
   }
   const { body, headers } = RESPONSES.get(status)!;

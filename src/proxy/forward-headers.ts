@@ -158,9 +158,12 @@ export const RETURNED_RESPONSE_HEADERS: ReadonlySet<string> = new Set([
  * shared cache store the answer without the fields it names: it becomes a plain `private`.
  */
 export const privateCacheControl = memo((value: string): string => {
+  const members = directives(value);
+  // A quoted string left open: where its directives end cannot be told, so nothing is kept of them.
+  if (members === null) return 'private, no-store';
   const kept: string[] = [];
   let unshared = false;
-  for (const directive of directives(value)) {
+  for (const directive of members) {
     const name = directive.split('=', 1)[0]!.trim().toLowerCase();
     if (name === 'public' || name === 's-maxage' || name === 'proxy-revalidate') continue;
     if (name === 'private') {
@@ -176,22 +179,26 @@ export const privateCacheControl = memo((value: string): string => {
 });
 
 /**
- * A list header's members, trimmed, empty ones dropped: split at the commas outside quoted strings
- * (`no-cache="a, b"` is one member), a backslash escaping the character after it inside one.
+ * Cache-Control's directives, trimmed, empty ones dropped: split at the commas outside quoted strings
+ * (`no-cache="a, b"` is one directive). A quoted string is a directive's value: it opens only right
+ * after `=`, and a backslash inside one escapes the character after it. Null when one is left open.
  */
-function directives(value: string): string[] {
+function directives(value: string): string[] | null {
   const members: string[] = [];
   let start = 0;
   let quoted = false;
   for (let i = 0; i < value.length; i++) {
     const c = value[i];
-    if (quoted && c === '\\') i++;
-    else if (c === '"') quoted = !quoted;
-    else if (c === ',' && !quoted) {
+    if (quoted) {
+      if (c === '\\') i++;
+      else if (c === '"') quoted = false;
+    } else if (c === '"' && value[i - 1] === '=') quoted = true;
+    else if (c === ',') {
       members.push(value.slice(start, i).trim());
       start = i + 1;
     }
   }
+  if (quoted) return null;
   members.push(value.slice(start).trim());
   return members.filter((m) => m !== '');
 }

@@ -405,6 +405,44 @@ describe('shutdown', () => {
     allLogLines.push(...g.logLines);
   }, 15_000);
 
+  it('a malformed request behind an answer not yet started closes the connection, and is never answered in that answer\'s place', async () => {
+    const g = await serve();
+    const { key } = await createKey(env, { acquirer: 'acq_1', permissions: ['eod_list', 'eod_read'] });
+    try {
+      const HELD = '/v1/acquirer/eod_statements/by_date/2000-01-01.csv';
+      const answered = sendUntilServerCloses(g.port, `GET ${HELD} HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${key}\r\n\r\nGET /bad path HTTP/1.1\r\nHost: a\r\n\r\n`);
+      // Written first, the 400 would read as the answer to the valid request before it.
+      expect(await answered).toBe('');
+    } finally {
+      for (const release of held.splice(0)) release();
+      await g.stop();
+      allLogLines.push(...g.logLines);
+    }
+  });
+
+  it('a request head that times out behind an HTTP/1.0 download resets it, never closes it as if whole', async () => {
+    const g = await serve({ HEADERS_TIMEOUT_MS: '1000', REQUEST_TIMEOUT_MS: '1000' });
+    const { key } = await createKey(env, { acquirer: 'acq_1', permissions: ['eod_list', 'eod_read'] });
+    try {
+      const socket = net.connect(g.port, '127.0.0.1');
+      let received = '';
+      const ending = new Promise<string>((resolve) => {
+        socket.on('end', () => resolve('end'));
+        socket.on('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? 'error'));
+      });
+      socket.on('data', (d: Buffer) => (received += d.toString('latin1')));
+      // A keep-alive HTTP/1.0 download framed by its connection, then the start of a head never finished.
+      socket.write(`GET ${CSV} HTTP/1.0\r\nConnection: keep-alive\r\nAuthorization: Bearer ${key}\r\n\r\nGET ${LIST} HTTP/1.1\r\nHost: a\r\n`);
+      expect(await ending).toBe('ECONNRESET');
+      expect(received).toContain('first,part');
+      expect(received).not.toMatch(/^content-length:/im);
+    } finally {
+      finishSlow = undefined;
+      await g.stop();
+      allLogLines.push(...g.logLines);
+    }
+  }, 15_000);
+
   it('a second signal exits at once', async () => {
     const g = await serve({ SHUTDOWN_TIMEOUT_MS: '60000' });
     const { key } = await createKey(env, { acquirer: 'acq_1', permissions: ['eod_list', 'eod_read'] });

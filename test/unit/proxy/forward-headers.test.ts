@@ -158,7 +158,10 @@ describe('buildClientHeaders', () => {
     ['private="Set-Cookie, X-Foo", max-age=60', 'private, max-age=60'],
     ['no-cache="x,public=1", must-revalidate, max-age=600', 'private, no-cache="x,public=1", must-revalidate, max-age=600'],
     ['no-cache="a \\" public, b", max-age=5', 'private, no-cache="a \\" public, b", max-age=5'],
-    ['ext="unclosed, public', 'private, ext="unclosed, public'],
+    // A quote left open, or one inside a token: the directives cannot be told apart, so none is kept.
+    ['ext="unclosed, public', 'private, no-store'],
+    ['max-age=0, ext="a, public, s-maxage=86400', 'private, no-store'],
+    ['x=a"b, public, s-maxage=1', 'private, x=a"b'],
   ])('Cache-Control %p → %p: no shared cache stores one acquirer\'s answer', (upstream, passed) => {
     expect(buildClientHeaders(200, { 'cache-control': upstream }, 'r', ORIGIN, ACQ)['cache-control']).toBe(passed);
   });
