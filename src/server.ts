@@ -23,11 +23,21 @@ import { createUpstreamAgent } from './proxy/upstream-proxy.js';
 export const MAX_PIPELINED_REQUESTS = 32;
 /** A connection's responses not yet finished, in the order they go out. */
 const PENDING = Symbol('responses not yet finished');
-type GatewaySocket = Socket & { [PENDING]?: http.ServerResponse[] };
+/** `bytesRead` when its latest request was taken: anything read since is the start of another. */
+const READ_AT_REQUEST = Symbol('bytes read when the latest request was taken');
+type GatewaySocket = Socket & { [PENDING]?: http.ServerResponse[]; [READ_AT_REQUEST]?: number };
 
-/** A connection that owes no answer and has nothing left to write: closing it loses nothing. */
+/**
+ * A connection that owes no answer, has nothing left to write, and has read nothing of a request not
+ * yet taken (a head half-received): closing it loses nothing. A request's body read after it was
+ * taken also counts as something read: such a connection is left to its keep-alive timeout.
+ */
 export function isIdle(socket: Socket): boolean {
-  return ((socket as GatewaySocket)[PENDING]?.length ?? 0) === 0 && socket.writableLength === 0;
+  const s = socket as GatewaySocket;
+  if (socket.writableLength !== 0) return false;
+  // Ended by the gateway (a refusal written raw, CONNECT): whatever it reads from now on is ignored.
+  if (socket.writableEnded) return true;
+  return (s[PENDING]?.length ?? 0) === 0 && socket.bytesRead === (s[READ_AT_REQUEST] ?? 0);
 }
 
 /** Node's default is 30 s: HEADERS_TIMEOUT_MS and REQUEST_TIMEOUT_MS are enforced within this of their deadline. */
@@ -176,6 +186,10 @@ export async function startGateway(config: Config, { logger, policy: initialPoli
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
     // A reset or timed-out socket has nobody to answer; anything else is a malformed request.
     if (err.code === 'ECONNRESET' || err.code === 'ERR_HTTP_REQUEST_TIMEOUT') return void cutConnection(socket);
+    // Malformed bytes behind an answer still owed for an earlier request: written now, the error would
+    // go out in that answer's place (or inside its body). The connection is cut, unanswered, and a
+    // client that pipelines retries what was left (RFC 9112 §9.3.2).
+    if (owesEarlierAnswer(socket as GatewaySocket)) return void cutConnection(socket);
     const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
     const requestId = randomUUID();
     observeRefusal(status, status === 431 ? 'HEADERS_TOO_LARGE' : 'BAD_REQUEST', requestId, socket as Socket);
@@ -201,6 +215,18 @@ export async function startGateway(config: Config, { logger, policy: initialPoli
     if (req.headers['transfer-encoding'] === undefined && (req.headers['content-length'] ?? '0') === '0') res.writeContinue();
     server.emit('request', req, res);
   });
+  /**
+   * Whether a parse error on this connection comes behind an answer owed for another request. Not
+   * when the one answer owed is for the request whose own body is malformed: that request is owed
+   * this 400. (A request that declares no body is handed over ended: its `complete` says nothing.)
+   */
+  const owesEarlierAnswer = (socket: GatewaySocket): boolean => {
+    const pending = socket[PENDING] ?? [];
+    if (pending.length !== 1) return pending.length > 1;
+    const req = pending[0]!.req;
+    const declaresBody = req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined;
+    return !(declaresBody && !req.complete);
+  };
   // Every open connection, for the drain to reach the answers not yet under way.
   const connections = new Set<GatewaySocket>();
   server.on('connection', (socket: GatewaySocket) => {
@@ -248,6 +274,7 @@ export async function startGateway(config: Config, { logger, policy: initialPoli
     // The rest of a flood parsed from the same read as the request that closed the connection.
     if (socket.destroyed) return false;
     res.on('finish', responseDone);
+    socket[READ_AT_REQUEST] = socket.bytesRead;
     const pending = (socket[PENDING] ??= []);
     pending.push(res);
     if (shuttingDown) closeAfterLast(pending);

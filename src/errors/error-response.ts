@@ -37,6 +37,13 @@ export function sendError(res: ServerResponse, status: ErrorStatus, requestId: s
     return;
   }
   const response = RESPONSES.get(status)!;
+  // A body still unread (no route takes one): rather than read all of it to find where the next
+  // request starts, which could be gigabytes a client sends as slowly as it likes, the connection
+  // closes after the answer.
+  const req = res.req as ServerResponse['req'] | undefined;
+  if (req !== undefined && !req.complete && (req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] ?? '0') !== '0')) {
+    res.shouldKeepAlive = false;
+  }
   for (const name of res.getHeaderNames()) res.removeHeader(name);
   const headers = { ...response.headers, 'x-request-id': requestId };
   // A 416 says how long the representation is (RFC 9110 §15.5.17), so the client can ask again.
@@ -90,11 +97,11 @@ export function cutConnection(socket: Duplex): void {
  * the parser cannot say where the next request would start.
  */
 export function sendRawError(socket: Duplex, status: ErrorStatus, requestId: string): void {
-  // An answer still owed on this connection (a pipelined request was malformed): written now, the
-  // error would land inside its body, or go out first and read as the answer to the request before
-  // it. The connection is cut instead (cutConnection), and a client that pipelines retries what was
-  // left unanswered (RFC 9112 §9.3.2).
-  if ((socket as Duplex & { _httpMessage?: ServerResponse | null })._httpMessage != null || !socket.writable) {
+  // The answer under way on this connection has begun (its request's body was malformed mid-way):
+  // an error written now would land inside its body. Cutting keeps the truncation visible. (One owed
+  // for an earlier request the caller does not answer this way at all.)
+  const inFlight = (socket as Duplex & { _httpMessage?: ServerResponse | null })._httpMessage;
+  if (inFlight?.headersSent === true || !socket.writable) {
     cutConnection(socket);
     return;
   }

@@ -366,6 +366,16 @@ describe('a request refused for its framing closes its connection: what follows 
   });
 });
 
+it('a request whose own chunked body is malformed gets the documented 400, nothing forwarded', async () => {
+  const before = upstream.received.length;
+  const raw = await sendRaw(gateway.port, `GET ${LIST} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${keys.acq1!.key}\r\nTransfer-Encoding: chunked\r\n\r\nZZ\r\n\r\n`);
+  const res = parseRawResponse(raw);
+  expect(res.status).toBe(400);
+  expect(res.body).toBe('{"message":"Bad request"}');
+  expect(res.headers.connection).toBe('close');
+  expect(upstream.received.length).toBe(before);
+});
+
 it('Expect: 100-continue gets the final answer, never a 100 inviting the body of a request not yet judged', async () => {
   const before = upstream.received.length;
   const raw = await sendRaw(gateway.port, 'GET /v1/acquirer/eod_statements HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n');

@@ -443,6 +443,30 @@ describe('shutdown', () => {
     }
   }, 15_000);
 
+  it('SIGTERM: a request whose head is half-received is still answered, with Connection: close', async () => {
+    const g = await serve({ SHUTDOWN_TIMEOUT_MS: '10000' });
+    const { key } = await createKey(env, { acquirer: 'acq_1', permissions: ['eod_list', 'eod_read'] });
+    const request = `GET ${LIST} HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${key}\r\n\r\n`;
+    const socket = net.connect(g.port, '127.0.0.1');
+    let received = '';
+    socket.on('data', (d: Buffer) => (received += d.toString('latin1')));
+    const ended = new Promise<void>((resolve, reject) => {
+      socket.on('end', () => resolve());
+      socket.on('error', reject);
+    });
+    await new Promise<void>((resolve) => socket.write(request.slice(0, 40), () => resolve()));
+    const exited = new Promise<number | null>((resolve) => g.child.once('exit', resolve));
+    g.child.kill('SIGTERM');
+    await waitFor(async () => (await adminGet(g, '/readyz').catch(() => ({ status: 0 }))).status === 503, { what: 'draining' });
+    socket.write(request.slice(40));
+    await ended;
+    const [answer, ...more] = parseRawResponses(received);
+    expect([answer?.status, answer?.headers.connection]).toEqual([200, 'close']);
+    expect(more).toEqual([]);
+    expect(await exited).toBe(0);
+    allLogLines.push(...g.logLines);
+  }, 20_000);
+
   it('a second signal exits at once', async () => {
     const g = await serve({ SHUTDOWN_TIMEOUT_MS: '60000' });
     const { key } = await createKey(env, { acquirer: 'acq_1', permissions: ['eod_list', 'eod_read'] });

@@ -1,5 +1,6 @@
 import net from 'node:net';
 import { isIdle } from '../../src/server.js';
+import { waitFor } from '../helpers/wait.js';
 
 /**
  * What the drain closes as idle. Node's own test took a connection whose answer had ended for idle,
@@ -26,6 +27,20 @@ describe('isIdle', () => {
   });
 
   it('is a connection with nothing owed and nothing left to write', () => {
+    expect(isIdle(accepted)).toBe(true);
+  });
+
+  it('is not one that has read part of a request not yet taken (a head half-received)', async () => {
+    client.write('GET /v1/acquirer/eod_sta');
+    await waitFor(() => accepted.bytesRead > 0, { what: 'the bytes to arrive' });
+    expect(isIdle(accepted)).toBe(false);
+  });
+
+  it('is one the gateway has ended, whatever the client sends after', async () => {
+    client.write('GET / HTTP/1.1\r\n');
+    await waitFor(() => accepted.bytesRead > 0, { what: 'the bytes to arrive' });
+    accepted.end('HTTP/1.1 400 Bad Request\r\n\r\n');
+    await waitFor(() => accepted.writableLength === 0, { what: 'the refusal to be written' });
     expect(isIdle(accepted)).toBe(true);
   });
 
