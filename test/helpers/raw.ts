@@ -42,6 +42,24 @@ export function sendUntilServerCloses(port: number, bytes: string): Promise<stri
   });
 }
 
+/** A raw connection whose bytes are collected, and how it ended: `'end'` for a clean close, else the error's code (`ECONNRESET`). */
+export interface RawConnection {
+  readonly socket: net.Socket;
+  received(): string;
+  readonly ending: Promise<string>;
+}
+
+export function openRaw(port: number): RawConnection {
+  const socket = net.connect(port, '127.0.0.1');
+  const chunks: Buffer[] = [];
+  const ending = new Promise<string>((resolve) => {
+    socket.on('end', () => resolve('end'));
+    socket.on('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? 'error'));
+  });
+  socket.on('data', (d: Buffer) => chunks.push(d));
+  return { socket, received: () => Buffer.concat(chunks).toString('latin1'), ending };
+}
+
 /** Status, headers (lower-case names) and body of the first response in `raw`. */
 export function parseRawResponse(raw: string): { status: number; headers: Record<string, string>; body: string } {
   const end = raw.indexOf('\r\n\r\n');

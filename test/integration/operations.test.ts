@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createKey, runCli, startServe, type ServeProcess } from '../helpers/cli.js';
 import { bearer, request } from '../helpers/http.js';
-import { parseRawResponses, sendUntilServerCloses } from '../helpers/raw.js';
+import { openRaw, parseRawResponses, sendUntilServerCloses } from '../helpers/raw.js';
 import { STATEMENT_ID } from '../helpers/policy.js';
 import { startTestRedis, type TestRedis } from '../helpers/redis.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
@@ -387,19 +387,13 @@ describe('shutdown', () => {
   it('at the deadline, an answer framed only by its connection (HTTP/1.0) is reset, never closed as if whole', async () => {
     const g = await serve({ SHUTDOWN_TIMEOUT_MS: '500' });
     const { key } = await createKey(env, { acquirer: 'acq_1', permissions: ['eod_list', 'eod_read'] });
-    const socket = net.connect(g.port, '127.0.0.1');
-    let received = '';
-    const ending = new Promise<string>((resolve) => {
-      socket.on('end', () => resolve('end'));
-      socket.on('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? 'error'));
-    });
-    socket.on('data', (d: Buffer) => (received += d.toString('latin1')));
+    const { socket, received, ending } = openRaw(g.port);
     socket.write(`GET ${CSV} HTTP/1.0\r\nAuthorization: Bearer ${key}\r\n\r\n`);
-    await waitFor(() => finishSlow !== undefined && received.includes('first,part'), { what: 'the download to stream' });
+    await waitFor(() => finishSlow !== undefined && received().includes('first,part'), { what: 'the download to stream' });
     const exited = new Promise<number | null>((resolve) => g.child.once('exit', resolve));
     g.child.kill('SIGTERM');
     expect(await ending).toBe('ECONNRESET');
-    expect(received).not.toMatch(/^content-length:/im);
+    expect(received()).not.toMatch(/^content-length:/im);
     expect(await exited).toBe(0);
     finishSlow = undefined;
     allLogLines.push(...g.logLines);
@@ -424,18 +418,12 @@ describe('shutdown', () => {
     const g = await serve({ HEADERS_TIMEOUT_MS: '1000', REQUEST_TIMEOUT_MS: '1000' });
     const { key } = await createKey(env, { acquirer: 'acq_1', permissions: ['eod_list', 'eod_read'] });
     try {
-      const socket = net.connect(g.port, '127.0.0.1');
-      let received = '';
-      const ending = new Promise<string>((resolve) => {
-        socket.on('end', () => resolve('end'));
-        socket.on('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? 'error'));
-      });
-      socket.on('data', (d: Buffer) => (received += d.toString('latin1')));
+      const { socket, received, ending } = openRaw(g.port);
       // A keep-alive HTTP/1.0 download framed by its connection, then the start of a head never finished.
       socket.write(`GET ${CSV} HTTP/1.0\r\nConnection: keep-alive\r\nAuthorization: Bearer ${key}\r\n\r\nGET ${LIST} HTTP/1.1\r\nHost: a\r\n`);
       expect(await ending).toBe('ECONNRESET');
-      expect(received).toContain('first,part');
-      expect(received).not.toMatch(/^content-length:/im);
+      expect(received()).toContain('first,part');
+      expect(received()).not.toMatch(/^content-length:/im);
     } finally {
       finishSlow = undefined;
       await g.stop();

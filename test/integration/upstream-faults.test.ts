@@ -3,6 +3,7 @@ import net from 'node:net';
 import { createKey, startServe, type ServeProcess } from '../helpers/cli.js';
 import { queryUncheckedPolicyFile } from '../helpers/policy.js';
 import { bearer, request } from '../helpers/http.js';
+import { openRaw } from '../helpers/raw.js';
 import { freePort, startTestRedis, type TestRedis } from '../helpers/redis.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -432,15 +433,12 @@ it('keeps serving after all of that', async () => {
 
 describe('an HTTP/1.0 client, whose answer without a length ends when the connection closes', () => {
   /** What an HTTP/1.0 client saw: the bytes, and whether the connection ended cleanly or was reset. */
-  const http10 = (path: string) =>
-    new Promise<{ received: string; ending: 'end' | string }>((resolve) => {
-      const socket = net.connect(gateway.port, '127.0.0.1');
-      let received = '';
-      socket.on('data', (d: Buffer) => (received += d.toString('latin1')));
-      socket.on('end', () => resolve({ received, ending: 'end' }));
-      socket.on('error', (err: NodeJS.ErrnoException) => resolve({ received, ending: err.code ?? 'error' }));
-      socket.write(`GET ${path} HTTP/1.0\r\nAuthorization: Bearer ${key}\r\n\r\n`);
-    });
+  const http10 = async (path: string) => {
+    const connection = openRaw(gateway.port);
+    connection.socket.write(`GET ${path} HTTP/1.0\r\nAuthorization: Bearer ${key}\r\n\r\n`);
+    const ending = await connection.ending;
+    return { received: connection.received(), ending };
+  };
 
   it('gets a whole answer as a clean close', async () => {
     const { received, ending } = await http10(`${LIST}?mode=trickle`);
@@ -462,21 +460,15 @@ describe('an HTTP/1.0 client, whose answer without a length ends when the connec
 it('a body cut mid-way closes the connection, and an answer already sent on it arrives whole', async () => {
   // Framed by chunks, the cut shows as a missing last chunk; a reset would also throw away what is still
   // on its way: here, most of the complete 2 MB answer before it, waiting while the client reads nothing.
-  const socket = net.connect(gateway.port, '127.0.0.1');
+  const { socket, received: receivedText, ending: ended } = openRaw(gateway.port);
   socket.pause();
-  const chunks: Buffer[] = [];
-  const ended = new Promise<string>((resolve) => {
-    socket.on('end', () => resolve('end'));
-    socket.on('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? 'error'));
-  });
-  socket.on('data', (d: Buffer) => chunks.push(d));
   const head = (mode: string) => `GET ${LIST}?mode=${mode} HTTP/1.1\r\nHost: gateway\r\nAuthorization: Bearer ${key}\r\n\r\n`;
   socket.write(head('big') + head('cut-chunked&behind=big'));
   await waitFor(() => gateway.logLines.some((l) => l.includes('"msg":"request"') && l.includes('behind=big') && l.includes('"completed":false')), { what: 'the second answer to be cut' });
   socket.resume();
   expect(await ended).toBe('end');
   // Compared in pieces: a failure message holding 2 MB would drown the report.
-  const received = Buffer.concat(chunks).toString('latin1');
+  const received = receivedText();
   const firstHead = received.slice(0, received.indexOf('\r\n\r\n') + 4);
   expect(firstHead).toMatch(new RegExp(`^HTTP/1\\.1 200 OK\\r\\n[\\s\\S]*content-length: ${BIG_BYTES}\\r\\n`, 'i'));
   const firstBody = received.slice(firstHead.length, firstHead.length + BIG_BYTES);
