@@ -275,6 +275,10 @@ export async function startGateway(config: Config, { logger, policy: initialPoli
     if (socket.destroyed) return false;
     res.on('finish', responseDone);
     socket[READ_AT_REQUEST] = socket.bytesRead;
+    // A body read after its head: what it brings is this request's, not the start of another.
+    if (!req.complete && (req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] ?? '0') !== '0')) {
+      req.once('end', () => (socket[READ_AT_REQUEST] = socket.bytesRead));
+    }
     const pending = (socket[PENDING] ??= []);
     pending.push(res);
     if (shuttingDown) closeAfterLast(pending);

@@ -37,12 +37,18 @@ export function sendError(res: ServerResponse, status: ErrorStatus, requestId: s
     return;
   }
   const response = RESPONSES.get(status)!;
-  // A body still unread (no route takes one): rather than read all of it to find where the next
-  // request starts, which could be gigabytes a client sends as slowly as it likes, the connection
-  // closes after the answer.
+  // A body still unread once the answer is out (no route takes one): rather than read all of it to
+  // find where the next request starts, which could be gigabytes a client sends as slowly as it
+  // likes, the connection closes. Judged then, and a turn of the loop later, not now: a body that
+  // came in the same read as its head is seen whole only after a refusal written at once (even at
+  // 'finish', Node has it buffered but not yet complete), and its connection is kept.
   const req = res.req as ServerResponse['req'] | undefined;
   if (req !== undefined && !req.complete && (req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] ?? '0') !== '0')) {
-    res.shouldKeepAlive = false;
+    res.once('finish', () =>
+      setImmediate(() => {
+        if (!req.complete) req.socket.destroySoon();
+      }),
+    );
   }
   for (const name of res.getHeaderNames()) res.removeHeader(name);
   const headers = { ...response.headers, 'x-request-id': requestId };
