@@ -3,6 +3,7 @@ import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { createAdminServer, type ReadinessCheck } from './admin/admin-server.js';
 import { createApp } from './app.js';
+import { MAX_PIPELINED_REQUESTS, trackConnectionAnswers } from './connection-answers.js';
 import type { Config } from './config/env.js';
 import { cutConnection, sendError, sendRawError } from './errors/error-response.js';
 import { KeyResolver } from './keys/key-resolver.js';
@@ -15,30 +16,6 @@ import { loggedPath } from './observability/request-observer.js';
 import type { CompiledPolicy } from './policy/compile.js';
 import { COLLECT_EVERY_BYTES, youngCollector } from './proxy/streamed-memory.js';
 import { createUpstreamAgent } from './proxy/upstream-proxy.js';
-
-/**
- * Requests one connection may have waiting behind the answers before them. An HTTP/1.1 client that
- * pipelines at all (browsers do not) keeps a handful in flight; past this the connection is closed.
- */
-export const MAX_PIPELINED_REQUESTS = 32;
-/** A connection's responses not yet finished, in the order they go out. */
-const PENDING = Symbol('responses not yet finished');
-/** `bytesRead` when its latest request was taken: anything read since is the start of another. */
-const READ_AT_REQUEST = Symbol('bytes read when the latest request was taken');
-type GatewaySocket = Socket & { [PENDING]?: http.ServerResponse[]; [READ_AT_REQUEST]?: number };
-
-/**
- * A connection that owes no answer, has nothing left to write, and has read nothing of a request not
- * yet taken (a head half-received): closing it loses nothing. A request's body read after it was
- * taken also counts as something read: such a connection is left to its keep-alive timeout.
- */
-export function isIdle(socket: Socket): boolean {
-  const s = socket as GatewaySocket;
-  if (socket.writableLength !== 0) return false;
-  // Ended by the gateway (a refusal written raw, CONNECT): whatever it reads from now on is ignored.
-  if (socket.writableEnded) return true;
-  return (s[PENDING]?.length ?? 0) === 0 && socket.bytesRead === (s[READ_AT_REQUEST] ?? 0);
-}
 
 /** Node's default is 30 s: HEADERS_TIMEOUT_MS and REQUEST_TIMEOUT_MS are enforced within this of their deadline. */
 const CONNECTIONS_CHECKING_INTERVAL_MS = 1_000;
@@ -148,6 +125,9 @@ export async function startGateway(config: Config, { logger, policy: initialPoli
   );
   // Node drops header lines past maxHeadersCount without a word; the request guard refuses them instead.
   server.maxHeadersCount = 0;
+  const answers = trackConnectionAnswers(server, (socket) =>
+    logger.warn({ limit: MAX_PIPELINED_REQUESTS, client: peerText(socket) }, 'a connection pipelined more requests than the limit ahead of their answers: closed'),
+  );
   // CONNECT is never a route; without a listener Node would drop the connection without a word.
   server.on('connect', (req: http.IncomingMessage, socket: Socket) => {
     const requestId = randomUUID();
@@ -189,7 +169,7 @@ export async function startGateway(config: Config, { logger, policy: initialPoli
     // Malformed bytes behind an answer still owed for an earlier request: written now, the error would
     // go out in that answer's place (or inside its body). The connection is cut, unanswered, and a
     // client that pipelines retries what was left (RFC 9112 §9.3.2).
-    if (owesEarlierAnswer(socket as GatewaySocket)) return void cutConnection(socket);
+    if (answers.owesEarlierAnswer(socket as Socket)) return void cutConnection(socket);
     const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
     const requestId = randomUUID();
     observeRefusal(status, status === 431 ? 'HEADERS_TOO_LARGE' : 'BAD_REQUEST', requestId, socket as Socket);
@@ -197,7 +177,7 @@ export async function startGateway(config: Config, { logger, policy: initialPoli
   });
   // An Expect other than 100-continue: Node would answer an empty 417; nothing here takes a body anyway.
   server.on('checkExpectation', (req: http.IncomingMessage, res: http.ServerResponse) => {
-    if (!admit(req, res)) return;
+    if (!answers.admit(req, res)) return;
     const refuse = () => {
       const requestId = randomUUID();
       observeRefusal(400, 'BAD_REQUEST', requestId, req.socket, req);
@@ -215,86 +195,12 @@ export async function startGateway(config: Config, { logger, policy: initialPoli
     if (req.headers['transfer-encoding'] === undefined && (req.headers['content-length'] ?? '0') === '0') res.writeContinue();
     server.emit('request', req, res);
   });
-  /**
-   * Whether a parse error on this connection comes behind an answer owed for another request. Not
-   * when the one answer owed is for the request whose own body is malformed: that request is owed
-   * this 400. (A request that declares no body is handed over ended: its `complete` says nothing.)
-   */
-  const owesEarlierAnswer = (socket: GatewaySocket): boolean => {
-    const pending = socket[PENDING] ?? [];
-    if (pending.length !== 1) return pending.length > 1;
-    const req = pending[0]!.req;
-    const declaresBody = req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined;
-    return !(declaresBody && !req.complete);
-  };
-  // Every open connection, for the drain to reach the answers not yet under way.
-  const connections = new Set<GatewaySocket>();
-  server.on('connection', (socket: GatewaySocket) => {
-    connections.add(socket);
-    socket.once('close', () => connections.delete(socket));
-  });
-  /**
-   * Node's own (which `server.close()` calls too) takes a connection for idle once its answer has
-   * ended, though its last bytes may still wait to be written, and destroys it: the tail of that
-   * answer was lost, and an HTTP/1.0 client took the short body for whole. Here a connection is idle
-   * when every answer on it has finished, its bytes all handed to the kernel.
-   */
-  server.closeIdleConnections = () => {
-    for (const socket of connections) if (isIdle(socket)) socket.destroy();
-  };
-  /**
-   * While draining, the last answer still to start on a connection says `Connection: close`, and
-   * Node closes the connection after it: a client is told before it sends another request, rather
-   * than finding its next one on a closed connection. Only the last: Node drops the answers queued
-   * behind a closing one, so those before it keep their connection until it is their turn. (A
-   * request pipelined behind it after the drain began is not answered: a client that pipelines
-   * retries what a closed connection left unanswered, RFC 9112 §9.3.2.)
-   */
-  const closeAfterLast = (pending: readonly http.ServerResponse[]) => {
-    const last = pending.at(-1);
-    if (last !== undefined && !last.headersSent) last.shouldKeepAlive = false;
-  };
-  // One listener function for every response, not a closure per request (nor a second listener):
-  // the answer is taken off its connection's queue (answers finish in the order they were asked),
-  // and while shutting down, connections close once they are idle. An answer that never finishes
-  // (the client left) needs no taking off: its connection and queue are gone.
-  function responseDone(this: http.ServerResponse) {
-    (this.req.socket as GatewaySocket)[PENDING]!.shift();
-    if (shuttingDown) setImmediate(() => server.closeIdleConnections());
-  }
-  /**
-   * Takes a request onto its connection's queue of answers, before anything answers it; false when
-   * it is not to be answered at all. Node parses pipelined requests as fast as they arrive and queues
-   * each behind the answers before it, with nothing written to push back: one connection with a valid
-   * key could queue 150,000 (730 MiB, and a 25 s stall for everyone when they were dropped). Past
-   * MAX_PIPELINED_REQUESTS the connection is closed.
-   */
-  const admit = (req: http.IncomingMessage, res: http.ServerResponse): boolean => {
-    const socket = req.socket as GatewaySocket;
-    // The rest of a flood parsed from the same read as the request that closed the connection.
-    if (socket.destroyed) return false;
-    res.on('finish', responseDone);
-    socket[READ_AT_REQUEST] = socket.bytesRead;
-    // A body read after its head: what it brings is this request's, not the start of another.
-    if (!req.complete && (req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] ?? '0') !== '0')) {
-      req.once('end', () => (socket[READ_AT_REQUEST] = socket.bytesRead));
-    }
-    const pending = (socket[PENDING] ??= []);
-    pending.push(res);
-    if (shuttingDown) closeAfterLast(pending);
-    if (pending.length > MAX_PIPELINED_REQUESTS) {
-      logger.warn({ limit: MAX_PIPELINED_REQUESTS, client: peerText(socket) }, 'a connection pipelined more requests than the limit ahead of their answers: closed');
-      cutConnection(socket);
-      return false;
-    }
-    return true;
-  };
   // A pipelined request is judged and answered once its answer has the connection, not before: its
   // head (its `Connection` among them) is then decided when it goes out, a drain included, and a
   // proxied one holds a pooled upstream connection only while it can use it (one client could
   // otherwise hold them all by pipelining downloads behind a slow one). A closure for those only.
   server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
-    if (!admit(req, res)) return;
+    if (!answers.admit(req, res)) return;
     if (res.socket === null) return void res.once('socket', () => app(req, res));
     app(req, res);
   });
@@ -342,7 +248,7 @@ export async function startGateway(config: Config, { logger, policy: initialPoli
     shutdown() {
       stopped ??= (async () => {
         shuttingDown = true;
-        for (const socket of connections) closeAfterLast(socket[PENDING] ?? []);
+        answers.drain();
         logger.info({ deadline_ms: config.shutdownTimeoutMs }, 'shutting down: draining requests in flight');
         const drained = new Promise<void>((resolve) => server.close(() => resolve()));
         server.closeIdleConnections();
@@ -351,7 +257,7 @@ export async function startGateway(config: Config, { logger, policy: initialPoli
         if ((await Promise.race([drained, timedOut])) === 'timeout') {
           logger.warn('shutdown deadline passed: closing the connections still open');
           // An answer under way is cut as any other cut short: reset where a close would be its end.
-          for (const socket of connections) cutConnection(socket);
+          answers.cutAll();
           server.closeAllConnections();
           await drained;
         }

@@ -1,5 +1,6 @@
+import http from 'node:http';
 import net from 'node:net';
-import { isIdle } from '../../src/server.js';
+import { isIdle, trackConnectionAnswers } from '../../src/connection-answers.js';
 import { waitFor } from '../helpers/wait.js';
 
 /**
@@ -48,5 +49,49 @@ describe('isIdle', () => {
     accepted.end(Buffer.alloc(32 * 1024 * 1024)); // more than the kernel takes while the client reads nothing
     expect(accepted.writableLength).toBeGreaterThan(0);
     expect(isIdle(accepted)).toBe(false);
+  });
+});
+
+describe('the drain', () => {
+  const BODY_BYTES = 32 * 1024 * 1024; // more than the kernel takes while the client reads nothing
+
+  it('closes a connection whose answer has ended only once its last bytes are written', async () => {
+    const server = http.createServer();
+    const answers = trackConnectionAnswers(server, () => undefined);
+    let answered: http.ServerResponse | undefined;
+    server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
+      if (!answers.admit(req, res)) return;
+      res.writeHead(200, { 'content-length': BODY_BYTES });
+      res.end(Buffer.alloc(BODY_BYTES, 'a'));
+      answered = res;
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+    const client = net.connect((server.address() as net.AddressInfo).port, '127.0.0.1');
+    client.pause();
+    client.write('GET / HTTP/1.1\r\nHost: gateway\r\n\r\n');
+    try {
+      const res = await waitFor(() => answered, { what: 'the answer to be ended' });
+      expect(res.socket!.writableLength).toBeGreaterThan(0);
+
+      answers.drain();
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      let received = 0;
+      let start = Buffer.alloc(0);
+      client.on('data', (chunk: Buffer) => {
+        if (start.length < 1024) start = Buffer.concat([start, chunk]).subarray(0, 1024);
+        received += chunk.length;
+      });
+      const ended = new Promise<void>((resolve) => client.once('close', () => resolve()));
+      client.resume();
+      await ended;
+      await closed;
+
+      expect(start.subarray(0, 17).toString()).toBe('HTTP/1.1 200 OK\r\n');
+      const headBytes = start.indexOf('\r\n\r\n') + 4;
+      expect(received - headBytes).toBe(BODY_BYTES); // the whole body, not a connection cut under it
+    } finally {
+      client.destroy();
+      server.closeAllConnections();
+    }
   });
 });
