@@ -1,6 +1,7 @@
 import type http from 'node:http';
 import type { Socket } from 'node:net';
 import { cutConnection } from './errors/error-response.js';
+import { declaresBody } from './net/request-body.js';
 
 /**
  * Requests one connection may have waiting behind the answers before them. An HTTP/1.1 client that
@@ -100,7 +101,7 @@ export function trackConnectionAnswers(server: http.Server, onPipelineLimit: (so
       res.on('finish', responseDone);
       socket[READ_AT_REQUEST] = socket.bytesRead;
       // A body read after its head: what it brings is this request's, not the start of another.
-      if (!req.complete && (req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] ?? '0') !== '0')) {
+      if (!req.complete && declaresBody(req.headers)) {
         req.once('end', () => (socket[READ_AT_REQUEST] = socket.bytesRead));
       }
       const pending = (socket[PENDING] ??= []);
@@ -118,8 +119,7 @@ export function trackConnectionAnswers(server: http.Server, onPipelineLimit: (so
       const pending = (socket as TrackedSocket)[PENDING] ?? [];
       if (pending.length !== 1) return pending.length > 1;
       const req = pending[0]!.req;
-      const declaresBody = req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined;
-      return !(declaresBody && !req.complete);
+      return !(declaresBody(req.headers) && !req.complete);
     },
     drain() {
       draining = true;

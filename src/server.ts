@@ -11,6 +11,7 @@ import type { KeyStore } from './keys/key-store.js';
 import { RedisKeyStore } from './keys/redis-key-store.js';
 import type { Logger } from './logger.js';
 import { addressText, peerAddress } from './net/client-address.js';
+import { declaresBody } from './net/request-body.js';
 import { createMetrics, methodLabel, UNMATCHED_ROUTE, type GatewayMetrics } from './observability/metrics.js';
 import { loggedPath } from './observability/request-observer.js';
 import type { CompiledPolicy } from './policy/compile.js';
@@ -175,16 +176,28 @@ export async function startGateway(config: Config, { logger, policy: initialPoli
     observeRefusal(status, status === 431 ? 'HEADERS_TOO_LARGE' : 'BAD_REQUEST', requestId, socket as Socket);
     sendRawError(socket, status, requestId);
   });
+  /**
+   * Runs `handle` once the request may be answered. A pipelined request waits until its answer has
+   * the connection: its head (its `Connection` among them) is then decided when it goes out, a drain
+   * included, and a proxied one holds a pooled upstream connection only while it can use it (one
+   * client could otherwise hold them all by pipelining downloads behind a slow one). A request that
+   * declares a body waits a turn of the loop: no route takes one, and the refusal says whether the
+   * connection stays open by whether the body has all arrived, which for a body in the same read as
+   * its head Node tells only after this event.
+   */
+  const whenAnswerable = (req: http.IncomingMessage, res: http.ServerResponse, handle: (req: http.IncomingMessage, res: http.ServerResponse) => void) => {
+    if (res.socket === null) return void res.once('socket', () => whenAnswerable(req, res, handle));
+    if (declaresBody(req.headers) && !req.complete) return void setImmediate(handle, req, res);
+    handle(req, res);
+  };
   // An Expect other than 100-continue: Node would answer an empty 417; nothing here takes a body anyway.
+  const refuseExpectation = (req: http.IncomingMessage, res: http.ServerResponse) => {
+    const requestId = randomUUID();
+    observeRefusal(400, 'BAD_REQUEST', requestId, req.socket, req);
+    sendError(res, 400, requestId);
+  };
   server.on('checkExpectation', (req: http.IncomingMessage, res: http.ServerResponse) => {
-    if (!answers.admit(req, res)) return;
-    const refuse = () => {
-      const requestId = randomUUID();
-      observeRefusal(400, 'BAD_REQUEST', requestId, req.socket, req);
-      sendError(res, 400, requestId);
-    };
-    if (res.socket === null) return void res.once('socket', refuse);
-    refuse();
+    if (answers.admit(req, res)) whenAnswerable(req, res, refuseExpectation);
   });
   // Expect: 100-continue: Node would send "100 Continue" at once, inviting the body of a request not
   // yet judged (and that no route takes). Judged like any other, it gets its final answer instead,
@@ -192,16 +205,13 @@ export async function startGateway(config: Config, { logger, policy: initialPoli
   // declares no body gets its 100 still: it invites nothing, and without it Node closes the
   // connection after the answer (the body might yet come), so a client that always asks reconnects.
   server.on('checkContinue', (req: http.IncomingMessage, res: http.ServerResponse) => {
-    if (req.headers['transfer-encoding'] === undefined && (req.headers['content-length'] ?? '0') === '0') res.writeContinue();
+    if (!declaresBody(req.headers)) res.writeContinue();
     server.emit('request', req, res);
   });
-  // A pipelined request is judged and answered once its answer has the connection, not before: its
-  // head (its `Connection` among them) is then decided when it goes out, a drain included, and a
-  // proxied one holds a pooled upstream connection only while it can use it (one client could
-  // otherwise hold them all by pipelining downloads behind a slow one). A closure for those only.
+  // The usual request (not pipelined, no body) is judged at once, without a closure.
   server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
     if (!answers.admit(req, res)) return;
-    if (res.socket === null) return void res.once('socket', () => app(req, res));
+    if (res.socket === null || declaresBody(req.headers)) return void whenAnswerable(req, res, app);
     app(req, res);
   });
 

@@ -1,5 +1,6 @@
 import { STATUS_CODES, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
+import { declaresBody } from '../net/request-body.js';
 import { STATUS_MESSAGES, type ErrorStatus } from './codes.js';
 
 const CONTENT_TYPE = 'application/json; charset=utf-8';
@@ -37,19 +38,12 @@ export function sendError(res: ServerResponse, status: ErrorStatus, requestId: s
     return;
   }
   const response = RESPONSES.get(status)!;
-  // A body still unread once the answer is out (no route takes one): rather than read all of it to
-  // find where the next request starts, which could be gigabytes a client sends as slowly as it
-  // likes, the connection closes. Judged then, and a turn of the loop later, not now: a body that
-  // came in the same read as its head is seen whole only after a refusal written at once (even at
-  // 'finish', Node has it buffered but not yet complete), and its connection is kept.
+  // A body that has not all arrived (no route takes one): rather than read all of it to find where
+  // the next request starts, which could be gigabytes a client sends as slowly as it likes, the
+  // answer says `Connection: close` and Node closes the connection after it. (A request that
+  // declares a body is judged a turn after its head, so one that came in the same read is whole.)
   const req = res.req as ServerResponse['req'] | undefined;
-  if (req !== undefined && !req.complete && (req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] ?? '0') !== '0')) {
-    res.once('finish', () =>
-      setImmediate(() => {
-        if (!req.complete) req.socket.destroySoon();
-      }),
-    );
-  }
+  if (req !== undefined && !req.complete && declaresBody(req.headers)) res.shouldKeepAlive = false;
   for (const name of res.getHeaderNames()) res.removeHeader(name);
   const headers = { ...response.headers, 'x-request-id': requestId };
   // A 416 says how long the representation is (RFC 9110 §15.5.17), so the client can ask again.

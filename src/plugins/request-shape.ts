@@ -1,5 +1,6 @@
 import type { RequestHandler } from 'express';
 import { GatewayError } from '../errors/gateway-error.js';
+import { declaresBody } from '../net/request-body.js';
 import { queryAllowed } from '../policy/match-route.js';
 
 /**
@@ -12,9 +13,7 @@ export function createRequestShape(): RequestHandler {
   return function requestShape(req, res, next) {
     if (!queryAllowed(res.locals.route!, req.url)) throw new GatewayError('QUERY_NOT_ALLOWED');
     // Every route declared today takes no body; one that arrived anyway would travel unjudged.
-    if (req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] ?? '0') !== '0') {
-      throw new GatewayError('BAD_REQUEST');
-    }
+    if (declaresBody(req.headers)) throw new GatewayError('BAD_REQUEST');
     next();
   };
 }

@@ -378,6 +378,26 @@ it('a refused request whose body came with its head keeps its connection: the re
   expect(upstream.received.length).toBe(before + 1);
 });
 
+it.each([
+  ['a cached key, 400 for the body', () => `Authorization: Bearer ${keys.acq1!.key}\r\n`, 400, '{"message":"Bad request"}'],
+  ['no key, 401', () => '', 401, '{"message":"Invalid authentication information"}'],
+])('a refused request whose body has not all arrived says Connection: close, and closes (%s)', async (_name, auth, status, body) => {
+  await request(gateway.url, LIST, bearer(keys.acq1!.key)); // cached: judged before any more of the body could arrive
+  const before = upstream.received.length;
+  const raw = await sendUntilServerCloses(gateway.port, `GET ${LIST} HTTP/1.1\r\nHost: x\r\n${auth()}Content-Length: 1000000\r\n\r\nhello`);
+  const [refused, ...more] = parseRawResponses(raw);
+  expect([refused?.status, refused?.body, refused?.headers.connection]).toEqual([status, body, 'close']);
+  expect(more).toEqual([]);
+  expect(upstream.received.length).toBe(before);
+});
+
+it('a Content-Length of 00 is a length of zero (RFC 9110 §8.6), not a body: the request is forwarded', async () => {
+  const before = upstream.received.length;
+  const raw = await sendRaw(gateway.port, `GET ${LIST} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${keys.acq1!.key}\r\nContent-Length: 00\r\nConnection: close\r\n\r\n`);
+  expect(parseRawResponse(raw).status).toBe(200);
+  expect(upstream.received.length).toBe(before + 1);
+});
+
 it('a request whose own chunked body is malformed gets the documented 400, nothing forwarded', async () => {
   const before = upstream.received.length;
   // Answered when the body turns out malformed, or at once for a cached key (the connection is then
