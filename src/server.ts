@@ -48,6 +48,17 @@ export interface StartOptions {
   readonly worker?: boolean;
 }
 
+/** A listen that failed, and whether it was the admin listener's (ADMIN_HOST, ADMIN_PORT) or the gateway's own (HOST, PORT). */
+export class ListenError extends Error {
+  readonly listener: 'gateway' | 'admin';
+  override readonly cause: NodeJS.ErrnoException;
+  constructor(listener: 'gateway' | 'admin', cause: NodeJS.ErrnoException) {
+    super(cause.message, { cause });
+    this.listener = listener;
+    this.cause = cause;
+  }
+}
+
 function listen(server: http.Server, port: number, host: string): Promise<number> {
   return new Promise((resolve, reject) => {
     server.once('error', reject);
@@ -224,13 +235,15 @@ export async function startGateway(config: Config, { logger, policy: initialPoli
     ? null
     : createAdminServer({ metrics: { contentType: metrics.registry.contentType, text: () => metrics.registry.metrics() }, readiness });
 
-  const port = await listen(server, config.port, config.host);
+  const port = await listen(server, config.port, config.host).catch((err: NodeJS.ErrnoException) => {
+    throw new ListenError('gateway', err);
+  });
   let adminPort: number | null = null;
   try {
     if (admin !== null) adminPort = await listen(admin, config.adminPort, config.adminHost);
   } catch (err) {
     server.close();
-    throw err;
+    throw new ListenError('admin', err as NodeJS.ErrnoException);
   }
   const where = {
     port,

@@ -4,7 +4,7 @@ import { CONFIG_FIELDS, ConfigError, flagName, loadConfig, type Config } from '.
 import { loadPolicyOrThrow, PolicyLoadError } from '../config/load-policy.js';
 import { PolicyFile } from '../config/policy-file.js';
 import { createLogger, type Logger } from '../logger.js';
-import { startGateway } from '../server.js';
+import { ListenError, startGateway } from '../server.js';
 import { handleRunningSignals, type StartUpSignals } from '../signals.js';
 import { CommandError, parseCommandLine, UsageError } from './usage-error.js';
 
@@ -52,14 +52,12 @@ export async function serveCommand(args: string[], startUp: StartUpSignals): Pro
     } catch (err) {
       if (err instanceof WorkerStartError) throw new CommandError(err.message);
       // Only the admin listener is the primary's own.
-      const code = (err as NodeJS.ErrnoException).code;
-      if (code === 'EADDRINUSE') throw new CommandError(`ADMIN_PORT: already in use (${(err as Error).message})`);
-      if (code === 'EADDRNOTAVAIL' || code === 'EAFNOSUPPORT') throw new CommandError(`ADMIN_HOST: cannot listen on ${config.adminHost} (${code})`);
-      if (code === 'EACCES') throw new CommandError(`ADMIN_PORT: not allowed to listen on ${config.adminPort}`);
-      throw err;
+      throw listenFailure(err, 'admin', config);
     }
   }
-  const gateway = await startGateway(config, { logger, policy: policy.policy }).catch(listenError(config, 'PORT or ADMIN_PORT'));
+  const gateway = await startGateway(config, { logger, policy: policy.policy }).catch((err: unknown) => {
+    throw err instanceof ListenError ? listenFailure(err.cause, err.listener, config) : err;
+  });
   const policyFile = new PolicyFile(config.policyFile, policy, {
     logger,
     reloads: gateway.metrics.policyReloads,
@@ -93,15 +91,19 @@ async function serveWorker(config: Config, logger: Logger, startUp: StartUpSigna
     if (err instanceof PolicyLoadError) throw new CommandError(`the primary's policy could not be compiled here:\n${err.message}`);
     throw err;
   });
-  const gateway = await startGateway({ ...config, port }, { logger, policy, worker: true }).catch(listenError(config, 'PORT'));
+  const gateway = await startGateway({ ...config, port }, { logger, policy, worker: true }).catch((err: unknown) => {
+    throw err instanceof ListenError ? listenFailure(err.cause, 'gateway', config) : err;
+  });
   startUp.handOver(() => serveAsWorker(gateway, logger));
 }
 
-/** Names the setting behind a listen that failed. */
-const listenError = (config: Config, portSettings: string) => (err: unknown) => {
+/** The error to report for a listen that failed: one naming the setting behind it, where one is to blame. */
+function listenFailure(err: unknown, listener: 'gateway' | 'admin', config: Config): unknown {
+  const [hostSetting, host, portSetting, port] =
+    listener === 'admin' ? ['ADMIN_HOST', config.adminHost, 'ADMIN_PORT', config.adminPort] : ['HOST', config.host, 'PORT', config.port];
   const code = (err as NodeJS.ErrnoException).code;
-  if (code === 'EADDRINUSE') throw new CommandError(`${portSettings}: already in use (${(err as Error).message})`);
-  if (code === 'EADDRNOTAVAIL' || code === 'EAFNOSUPPORT') throw new CommandError(`HOST: cannot listen on ${config.host} (${code})`);
-  if (code === 'EACCES') throw new CommandError(`PORT: not allowed to listen on ${config.port}`);
-  throw err;
-};
+  if (code === 'EADDRINUSE') return new CommandError(`${portSetting}: already in use (${(err as Error).message})`);
+  if (code === 'EADDRNOTAVAIL' || code === 'EAFNOSUPPORT') return new CommandError(`${hostSetting}: cannot listen on ${host} (${code})`);
+  if (code === 'EACCES') return new CommandError(`${portSetting}: not allowed to listen on ${port}`);
+  return err;
+}

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import net from 'node:net';
 import { runCli, startServe } from '../helpers/cli.js';
 import { waitFor } from '../helpers/wait.js';
 import { request } from '../helpers/http.js';
@@ -262,10 +263,27 @@ describe('serve refuses to start on bad input', () => {
     expect(unknown.stderr).toMatch(/Unknown option '--prot'/);
   });
 
-  it('an unusable bind address: one line naming HOST', async () => {
-    const result = await runCli(['serve'], { UPSTREAM_URL: 'http://127.0.0.1:1', PORT: '0', HOST: '192.0.2.123', REDIS_URL: 'redis://127.0.0.1:1' });
+  it.each([
+    ['HOST', {}, 'HOST: cannot listen on 192.0.2.123 (EADDRNOTAVAIL)'],
+    ['ADMIN_HOST', { WORKERS: '1' }, 'ADMIN_HOST: cannot listen on 192.0.2.123 (EADDRNOTAVAIL)'],
+    ['ADMIN_HOST', { WORKERS: '2' }, 'ADMIN_HOST: cannot listen on 192.0.2.123 (EADDRNOTAVAIL)'],
+  ])('an unusable bind address: one line naming %s (%j)', async (setting, extra, message) => {
+    const result = await runCli(['serve'], { UPSTREAM_URL: 'http://127.0.0.1:1', PORT: '0', ADMIN_PORT: '0', REDIS_URL: 'redis://127.0.0.1:1', [setting]: '192.0.2.123', ...extra });
     expect(result.code).toBe(1);
-    expect(result.stderr).toBe('acquirer-gateway: HOST: cannot listen on 192.0.2.123 (EADDRNOTAVAIL)\n');
+    expect(result.stderr).toBe(`acquirer-gateway: ${message}\n`);
+  });
+
+  it('a taken admin port: one line naming ADMIN_PORT', async () => {
+    const taken = net.createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', () => resolve()));
+    try {
+      const adminPort = String((taken.address() as net.AddressInfo).port);
+      const result = await runCli(['serve'], { UPSTREAM_URL: 'http://127.0.0.1:1', PORT: '0', ADMIN_HOST: '127.0.0.1', ADMIN_PORT: adminPort, REDIS_URL: 'redis://127.0.0.1:1' });
+      expect(result.code).toBe(1);
+      expect(result.stderr).toMatch(/^acquirer-gateway: ADMIN_PORT: already in use \(.*\)\n$/);
+    } finally {
+      taken.close();
+    }
   });
 
   it('an invalid policy: exit 1 with file:line:column: reason', async () => {
