@@ -30,6 +30,10 @@ export const DEFAULT_KEY_CACHE_MAX_ENTRIES = 10_000;
 export const DEFAULT_NEGATIVE_CACHE_TTL_MS = 10_000;
 export const DEFAULT_NEGATIVE_CACHE_MAX_ENTRIES = 10_000;
 export const DEFAULT_OUTAGE_GRACE_MS = 30_000;
+/** While lookups fail, how often the resolver makes one of its own to see whether the store answers again. */
+export const DEFAULT_FAILURE_PROBE_INTERVAL_MS = 1_000;
+/** The hash the probe asks for: shaped like a key's, and no key's (nothing hashes to it). */
+const PROBE_HASH = '0'.repeat(64);
 
 export interface KeyResolverOptions {
   /** How long a valid key is trusted without asking the store again (change notices usually come first). */
@@ -47,6 +51,8 @@ export interface KeyResolverOptions {
   readonly onResolution?: (layer: 'memory' | 'redis', result: KeyResolutionResult) => void;
   /** Told when the store's health changes (as far as this resolver can tell), for readiness and metrics. */
   readonly onStoreHealth?: (healthy: boolean) => void;
+  /** While lookups fail, one of the resolver's own this often (DEFAULT_FAILURE_PROBE_INTERVAL_MS). */
+  readonly failureProbeIntervalMs?: number;
 }
 
 export type KeyResolutionResult = 'hit' | 'negative_hit' | 'coalesced' | 'miss' | 'error';
@@ -93,6 +99,13 @@ export class KeyResolver {
   #storeDownSince: number | null = null;
   /** Since when lookups have been failing; null after a success. */
   #failingSince: number | null = null;
+  readonly #failureProbeIntervalMs: number;
+  /**
+   * While lookups fail: a lookup of the resolver's own, on a timer. Only a lookup that succeeds ends
+   * a failure that only lookups saw (a command that timed out in a stall, while neither connection
+   * dropped), and a gateway its readiness took out of service gets none from traffic.
+   */
+  #failureProbe: NodeJS.Timeout | undefined;
 
   constructor(store: KeyStore, options: KeyResolverOptions = {}) {
     this.#store = store;
@@ -102,6 +115,7 @@ export class KeyResolver {
     this.#now = options.now ?? (() => performance.now());
     this.#onResolution = options.onResolution ?? (() => {});
     this.#onStoreHealth = options.onStoreHealth ?? (() => {});
+    this.#failureProbeIntervalMs = options.failureProbeIntervalMs ?? DEFAULT_FAILURE_PROBE_INTERVAL_MS;
     this.#known = new LRUCache({ max: options.maxEntries ?? DEFAULT_KEY_CACHE_MAX_ENTRIES });
     this.#unknown = new LRUCache({ max: options.negativeMaxEntries ?? DEFAULT_NEGATIVE_CACHE_MAX_ENTRIES });
     this.#unwatch = store.watch((event) => this.#onStoreEvent(event));
@@ -150,11 +164,32 @@ export class KeyResolver {
     const before = this.storeAvailable;
     if (failing) this.#failingSince ??= this.#now();
     else this.#failingSince = null;
+    if (failing && this.#failureProbe === undefined) {
+      this.#failureProbe = setInterval(() => void this.#probe(), this.#failureProbeIntervalMs);
+      this.#failureProbe.unref();
+    } else if (!failing) {
+      this.#stopProbing();
+    }
     if (this.storeAvailable !== before) this.#onStoreHealth(this.storeAvailable);
+  }
+
+  async #probe(): Promise<void> {
+    try {
+      await this.#store.findByHash(PROBE_HASH);
+    } catch (err) {
+      if (!(err instanceof CorruptKeyRecordError)) return; // still failing: the next tick asks again
+    }
+    if (this.#failingSince !== null) this.#setFailing(false);
+  }
+
+  #stopProbing(): void {
+    clearInterval(this.#failureProbe);
+    this.#failureProbe = undefined;
   }
 
   close(): void {
     this.#unwatch();
+    this.#stopProbing();
   }
 
   #outageStart(): number | null {
@@ -245,6 +280,7 @@ export class KeyResolver {
         if (event.healthy) {
           this.#storeDownSince = null;
           this.#failingSince = null;
+          this.#stopProbing();
         } else {
           this.#storeDownSince ??= this.#now();
         }

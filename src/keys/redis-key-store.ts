@@ -84,6 +84,12 @@ export class RedisKeyStore implements KeyStore {
   #databaseRefused: Error | undefined;
   /** The main connection has been ready once. */
   #connectedOnce = false;
+  /**
+   * Connections whose health-check PING went unanswered, until they are ready again: down from that
+   * moment. The reconnect that follows reports nothing until the socket closes, and ioredis gives a
+   * socket it ends up to 2 s to close, cached keys trusted all the while.
+   */
+  readonly #unanswered = new Set<Redis>();
   readonly #healthCheck: NodeJS.Timeout | undefined;
 
   constructor(options: RedisKeyStoreOptions) {
@@ -115,6 +121,7 @@ export class RedisKeyStore implements KeyStore {
       onError(err, 'redis connection');
     });
     this.#client.on('ready', () => {
+      this.#unanswered.delete(this.#client);
       // Not one command on database 0: the connection is dropped (and tried again) before any is sent.
       if (this.#databaseRefused !== undefined) {
         onError(new Error(`Redis refused the database REDIS_URL names (${this.#databaseRefused.message}): the key store stays unavailable`), 'redis connection');
@@ -134,6 +141,7 @@ export class RedisKeyStore implements KeyStore {
         this.#updateHealth();
       });
       subscriber.on('ready', () => {
+        this.#unanswered.delete(subscriber);
         subscriber.subscribe(this.#channel).then(
           () => {
             // Notices published before this moment were never received (at start-up too, if the first
@@ -169,7 +177,11 @@ export class RedisKeyStore implements KeyStore {
   #checkHealth(): void {
     for (const connection of [this.#client, this.#subscriber]) {
       if (connection === undefined || connection.status !== 'ready') continue;
-      connection.ping().catch(() => connection.disconnect(true));
+      connection.ping().catch(() => {
+        this.#unanswered.add(connection);
+        this.#updateHealth();
+        connection.disconnect(true);
+      });
     }
   }
 
@@ -373,7 +385,11 @@ export class RedisKeyStore implements KeyStore {
   }
 
   #updateHealth(): void {
-    const healthy = this.#client.status === 'ready' && this.#databaseRefused === undefined && (this.#subscriber === undefined || this.#subscribed);
+    const healthy =
+      this.#client.status === 'ready' &&
+      this.#databaseRefused === undefined &&
+      this.#unanswered.size === 0 &&
+      (this.#subscriber === undefined || this.#subscribed);
     if (healthy === this.#healthy) return;
     this.#healthy = healthy;
     this.#emit({ type: 'health', healthy });

@@ -1,3 +1,4 @@
+import { jest } from '@jest/globals';
 import { generateKey, hashKey, type ApiKeyRecord } from '../../../src/keys/api-key.js';
 import { KeyResolver, KeyStoreUnavailableError } from '../../../src/keys/key-resolver.js';
 import { CorruptKeyRecordError, type KeyStoreEvent } from '../../../src/keys/key-store.js';
@@ -251,6 +252,45 @@ describe('KeyResolver', () => {
     store.corrupt = true;
     await expect(resolver.resolve(hashKey(generateKey()))).rejects.toBeInstanceOf(KeyStoreUnavailableError);
     expect(resolver.storeAvailable).toBe(true);
+  });
+
+  it('while lookups fail, asks the store itself, and is available again once it answers, with no traffic', async () => {
+    jest.useFakeTimers();
+    try {
+      const health: boolean[] = [];
+      const { store, resolver } = setup({ failureProbeIntervalMs: 1_000, onStoreHealth: (healthy) => health.push(healthy) });
+      store.failing = true; // a stall that timed one lookup out, while no connection dropped
+      await expect(resolver.resolve(hashKey(generateKey()))).rejects.toBeInstanceOf(KeyStoreUnavailableError);
+      await jest.advanceTimersByTimeAsync(3_000);
+      expect([resolver.storeAvailable, store.lookups]).toEqual([false, 4]); // three probes, all failed
+      store.failing = false;
+      await jest.advanceTimersByTimeAsync(1_000);
+      expect(resolver.storeAvailable).toBe(true);
+      expect(health).toEqual([false, true]);
+      // Healthy: no more probes.
+      await jest.advanceTimersByTimeAsync(60_000);
+      expect(store.lookups).toBe(5);
+    } finally {
+      jest.useRealTimers();
+    }
+  });
+
+  it('stops probing once the store says it is back, and when closed', async () => {
+    jest.useFakeTimers();
+    try {
+      const { store, resolver } = setup({ failureProbeIntervalMs: 1_000 });
+      store.failing = true;
+      await expect(resolver.resolve(hashKey(generateKey()))).rejects.toBeInstanceOf(KeyStoreUnavailableError);
+      store.emit({ type: 'health', healthy: true });
+      await jest.advanceTimersByTimeAsync(10_000);
+      expect(store.lookups).toBe(1);
+      await expect(resolver.resolve(hashKey(generateKey()))).rejects.toBeInstanceOf(KeyStoreUnavailableError);
+      resolver.close();
+      await jest.advanceTimersByTimeAsync(10_000);
+      expect(store.lookups).toBe(2);
+    } finally {
+      jest.useRealTimers();
+    }
   });
 
   it('keeps cached keys working during an outage for the grace period only', async () => {
