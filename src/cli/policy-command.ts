@@ -2,7 +2,7 @@ import { DEFAULT_POLICY_FILE } from '../config/env.js';
 import { formatPolicyError, loadPolicy } from '../config/load-policy.js';
 import type { CompiledPolicy } from '../policy/compile.js';
 import { diffPolicies, routeTable } from '../policy/diff.js';
-import { PolicyInvalid, UsageError, wantsHelp } from './usage-error.js';
+import { parseCommandLine, PolicyInvalid, UsageError, wantsHelp } from './usage-error.js';
 
 export const POLICY_USAGE = `usage:
   acquirer-gateway policy check [FILE]     validate as serve would (exit 0, or 1 with file:line:column: reason)
@@ -26,7 +26,9 @@ export interface PolicyContext {
 /** `acquirer-gateway policy …`: tools for the repository that holds the policy, and its CI. */
 export async function policyCommand(args: string[], ctx: PolicyContext): Promise<void> {
   if (wantsHelp(args)) return ctx.out(POLICY_USAGE + '\n');
-  const [sub, ...rest] = args;
+  const [sub, ...given] = args;
+  // No options: anything that looks like one is refused (a file named so follows `--`).
+  const rest = sub === undefined ? [] : parseCommandLine(given, {}, true).positionals;
   const defaultFile = ctx.env.POLICY_FILE ?? DEFAULT_POLICY_FILE;
   switch (sub) {
     case 'check': {

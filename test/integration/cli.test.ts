@@ -172,10 +172,11 @@ describe('keys show, update, disable, list', () => {
     [['keys', 'create', '--acquirer', 'acq_x', '--permissions', 'eod_list', '--description', `the old one was ${body}`]],
     [['policy', 'check', key]],
     [['policy', 'check', body]],
+    [['policy', 'check', `--${key}`]],
   ])('never repeats a key typed where it does not belong: %j', async (args) => {
     const result = await runCli(args, env);
     // A usage error (2); for policy check, a file that cannot be read (1). Nothing stored, nothing printed.
-    expect([result.code, result.stdout]).toEqual([args[0] === 'policy' ? 1 : 2, '']);
+    expect([result.code, result.stdout]).toEqual([args[0] === 'policy' && !args[2]!.startsWith('--') ? 1 : 2, '']);
     expect(result.stderr).not.toContain(body.slice(0, 12));
   });
 
@@ -296,6 +297,20 @@ describe('serve refuses to start on bad input', () => {
 });
 
 describe('policy check, diff and routes', () => {
+  it.each([[['policy', 'check', '--bogus']], [['policy', 'routes', '--format=json']], [['policy', 'diff', 'policies/acquirer-api.yaml', '-x']]])(
+    '%j: an unknown option is a usage error (exit 2), not a file name',
+    async (args) => {
+      const result = await runCli(args);
+      expect([result.code, result.stdout]).toEqual([2, '']);
+      expect(result.stderr).toMatch(/^acquirer-gateway: Unknown option '-/);
+    },
+  );
+
+  it('a file whose name starts with a dash follows --', async () => {
+    const result = await runCli(['policy', 'check', '--', '-missing.yaml']);
+    expect([result.code, result.stderr]).toEqual([1, '-missing.yaml:0:0: cannot read policy: file not found\n']);
+  });
+
   it('check: exit 0 with a summary for a valid policy', async () => {
     const result = await runCli(['policy', 'check', 'policies/acquirer-api.yaml']);
     expect(result.code).toBe(0);
