@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { open } from 'node:fs/promises';
 import { isMap, isNode, isScalar, isSeq, LineCounter, parseDocument, visit, type Document, type ParsedNode } from 'yaml';
 import type { z } from 'zod';
 import { compilePolicy, type CompiledPolicy } from '../policy/compile.js';
@@ -128,14 +129,43 @@ export function parsePolicy(source: string, file: string): PolicyLoadResult {
   return { ok: true, policy: compiled.policy, source };
 }
 
+/**
+ * The largest policy file read. Parsing runs on the gateway's only JavaScript thread and serves no
+ * request meanwhile: 256 KiB is seventy times the shipped policy (thousands of routes), and parses
+ * in well under a second; a file of megabytes written there by mistake would stall every request
+ * for seconds on each reload, and hold hundreds of MiB.
+ */
+export const MAX_POLICY_BYTES = 256 * 1024;
+
 /** Reads and validates a policy file. */
 export async function loadPolicy(file: string): Promise<PolicyLoadResult> {
+  const refused = (message: string): PolicyLoadResult => ({ ok: false, errors: [{ file, line: 0, column: 0, message }] });
   let source: string;
   try {
-    source = await readFile(file, 'utf8');
+    // Opened once, and that file's kind and size checked and read. Without O_NONBLOCK, opening a FIFO
+    // would wait for a writer, for ever, and every later reload behind it.
+    const handle = await open(file, constants.O_RDONLY | constants.O_NONBLOCK);
+    try {
+      const stats = await handle.stat();
+      if (!stats.isFile()) return refused('cannot read policy: not a regular file');
+      if (stats.size > MAX_POLICY_BYTES) return refused(`policy file too large: ${stats.size} bytes, at most ${MAX_POLICY_BYTES}`);
+      const bytes = Buffer.alloc(MAX_POLICY_BYTES + 1);
+      let bytesRead = 0;
+      while (bytesRead < bytes.length) {
+        const { bytesRead: n } = await handle.read(bytes, bytesRead, bytes.length - bytesRead, bytesRead);
+        if (n === 0) break;
+        bytesRead += n;
+      }
+      // Grown since the stat (a writer not replacing the file whole): refused as too large.
+      if (bytesRead > MAX_POLICY_BYTES) return refused(`policy file too large: more than ${MAX_POLICY_BYTES} bytes`);
+      source = bytes.toString('utf8', 0, bytesRead);
+    } finally {
+      await handle.close();
+    }
   } catch (err) {
-    const reason = (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'file not found' : (err as Error).message;
-    return { ok: false, errors: [{ file, line: 0, column: 0, message: `cannot read policy: ${reason}` }] };
+    const code = (err as NodeJS.ErrnoException).code;
+    const reason = code === 'ENOENT' ? 'file not found' : code === 'EISDIR' ? 'not a regular file' : (err as Error).message;
+    return refused(`cannot read policy: ${reason}`);
   }
   return parsePolicy(source, file);
 }

@@ -1,4 +1,8 @@
-import { formatPolicyError, loadPolicy, parsePolicy } from '../../../src/config/load-policy.js';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { formatPolicyError, loadPolicy, MAX_POLICY_BYTES, parsePolicy } from '../../../src/config/load-policy.js';
 import { shippedPolicy } from '../../helpers/policy.js';
 
 const fixture = (name: string) => `test/fixtures/policies/${name}.yaml`;
@@ -186,6 +190,32 @@ routes:
 
   it('a missing file', async () => {
     expect(await errorLines('does-not-exist')).toEqual([`${fixture('does-not-exist')}:0:0: cannot read policy: file not found`]);
+  });
+
+  describe('files that are not read', () => {
+    let dir: string;
+    beforeEach(() => (dir = mkdtempSync(path.join(tmpdir(), 'policy-'))));
+    afterEach(() => rmSync(dir, { recursive: true, force: true }));
+    const linesOf = async (file: string) => {
+      const result = await loadPolicy(file);
+      return result.ok ? [] : result.errors.map(formatPolicyError);
+    };
+
+    it('one larger than MAX_POLICY_BYTES, refused before it is parsed', async () => {
+      const file = path.join(dir, 'big.yaml');
+      const shipped = readFileSync('policies/acquirer-api.yaml', 'utf8');
+      writeFileSync(file, shipped + '#'.repeat(MAX_POLICY_BYTES - Buffer.byteLength(shipped)));
+      expect(await linesOf(file)).toEqual([]); // at the limit: read
+      writeFileSync(file, shipped + '#'.repeat(MAX_POLICY_BYTES - Buffer.byteLength(shipped) + 1));
+      expect(await linesOf(file)).toEqual([`${file}:0:0: policy file too large: ${MAX_POLICY_BYTES + 1} bytes, at most ${MAX_POLICY_BYTES}`]);
+    });
+
+    it('a directory, and a FIFO (whose read would never end)', async () => {
+      expect(await linesOf(dir)).toEqual([`${dir}:0:0: cannot read policy: not a regular file`]);
+      const fifo = path.join(dir, 'fifo.yaml');
+      execFileSync('mkfifo', [fifo]); // no writer: opened plainly, it would wait for one for ever
+      expect(await linesOf(fifo)).toEqual([`${fifo}:0:0: cannot read policy: not a regular file`]);
+    });
   });
 });
 
