@@ -1,5 +1,5 @@
-import { watch, type FSWatcher } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import { unwatchFile, watch, watchFile, type FSWatcher, type Stats } from 'node:fs';
+import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Counter } from 'prom-client';
 import type { Logger } from '../logger.js';
@@ -7,6 +7,15 @@ import { formatPolicyError, loadPolicy, type LoadedPolicy } from './load-policy.
 
 /** File events come in bursts (editors, atomic renames, ConfigMap symlink swaps): wait for quiet. */
 const WATCH_DEBOUNCE_MS = 100;
+/**
+ * How often the file's status is also looked at: a change that raises no event in the watched
+ * directory (the directory itself replaced whole, a filesystem without change events) is seen this
+ * late.
+ */
+const STAT_POLL_MS = 2_000;
+
+/** What says a file changed, as a poll of its status sees it. */
+const signature = (stats: Stats): string => `${stats.dev}:${stats.ino}:${stats.size}:${stats.mtimeMs}:${stats.ctimeMs}`;
 
 export type ReloadResult = 'success' | 'unchanged' | 'failure';
 
@@ -30,6 +39,9 @@ export class PolicyFile {
   readonly #options: PolicyFileOptions;
   #accepted: LoadedPolicy;
   #watcher: FSWatcher | undefined;
+  #poll: ((current: Stats) => void) | undefined;
+  /** The file's status when it was last read (null when it could not be), for the poll to compare. */
+  #readAs: string | null = null;
   #debounce: NodeJS.Timeout | undefined;
   #reloading: Promise<ReloadResult> | undefined;
   /** What asked for a reload while one ran: it runs once more after it, for the last asker. */
@@ -62,18 +74,25 @@ export class PolicyFile {
 
   /**
    * Reloads when the file changes. The directory is watched, so a file replaced by rename is seen
-   * too. An edit made between the read the accepted policy came from and now raised no event: the
-   * file is read once more, and reloaded if it differs.
+   * too, and the file's status is polled every STAT_POLL_MS for what raises no event there. An edit
+   * made between the read the accepted policy came from and now raised no event: the file is read
+   * once more, and reloaded if it differs.
    */
   watch(): void {
     const dir = path.dirname(this.#file);
     const base = path.basename(this.#file);
     this.#watcher = watch(dir, { persistent: false }, (_event, name) => {
       if (name !== null && name !== base && !name.startsWith('..')) return;
-      clearTimeout(this.#debounce);
-      this.#debounce = setTimeout(() => void this.reload('file'), WATCH_DEBOUNCE_MS);
+      this.#reloadSoon();
     });
     this.#watcher.on('error', (err) => this.#options.logger.error({ err, file: this.#file }, 'policy file watch failed; reload with SIGHUP'));
+    // Through the same wait for quiet as the events, and only for a status other than the one last
+    // read: an edit the directory's events announced is not read a second time.
+    this.#poll = (current) => {
+      const seen = current.ino === 0 && current.mtimeMs === 0 ? null : signature(current); // all zero: gone
+      if (seen !== this.#readAs) this.#reloadSoon();
+    };
+    watchFile(this.#file, { persistent: false, interval: STAT_POLL_MS }, this.#poll);
     readFile(this.#file, 'utf8').then(
       (source) => {
         if (source !== this.#accepted.source) void this.reload('file');
@@ -85,10 +104,18 @@ export class PolicyFile {
   close(): void {
     clearTimeout(this.#debounce);
     this.#watcher?.close();
+    if (this.#poll !== undefined) unwatchFile(this.#file, this.#poll);
+  }
+
+  #reloadSoon(): void {
+    clearTimeout(this.#debounce);
+    this.#debounce = setTimeout(() => void this.reload('file'), WATCH_DEBOUNCE_MS);
   }
 
   async #load(trigger: 'signal' | 'file'): Promise<ReloadResult> {
     const { logger, reloads, onAccepted } = this.#options;
+    // Before the read: a change after it shows as another status, and is read again.
+    this.#readAs = await stat(this.#file).then(signature, () => null);
     const result = await loadPolicy(this.#file);
     const running = this.#accepted.policy;
     if (!result.ok) {

@@ -1,4 +1,4 @@
-import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
@@ -277,6 +277,27 @@ describe('live policy changes', () => {
       allLogLines.push(...g.logLines);
     }
   });
+
+  it('reloads when the directory that holds the file is replaced whole, which raises no event where it watched', async () => {
+    const dir = path.join(policyDir, 'replaced');
+    mkdirSync(dir);
+    const file = path.join(dir, 'policy.yaml');
+    copyFileSync('policies/acquirer-api.yaml', file);
+    const g = await serve({ POLICY_FILE: file });
+    try {
+      expect((await request(g.url, PERMISSIONS, bearer(key))).status).toBe(200);
+      renameSync(dir, `${dir}.old`);
+      mkdirSync(dir);
+      writeFileSync(file, withoutCatalogueRoute());
+      await waitFor(async () => (await request(g.url, PERMISSIONS, bearer(key))).status === 404, { timeoutMs: 10_000, what: 'the reload' });
+      expect(metricValue(await metricsText(g), 'acquirer_gateway_policy_reloads_total', { result: 'success' })).toBe(1);
+    } finally {
+      await g.stop();
+      allLogLines.push(...g.logLines);
+      rmSync(`${dir}.old`, { recursive: true, force: true });
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 20_000);
 
   it('reloads on SIGHUP; a request in flight finishes under the policy it started with', async () => {
     copyFileSync('policies/acquirer-api.yaml', policyFile);
