@@ -22,8 +22,10 @@ COPY --from=build /app/dist ./dist
 COPY policies ./policies
 USER node
 EXPOSE 8080 9090
+# Where the admin listener is (ADMIN_HOST and ADMIN_PORT as set in the environment): a wildcard
+# address through loopback, a specific one as it is.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \
-  CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.ADMIN_PORT||9090)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
+  CMD ["node", "-e", "const h=process.env.ADMIN_HOST||'127.0.0.1';const a=h==='0.0.0.0'?'127.0.0.1':h==='::'?'[::1]':h.includes(':')?'['+h+']':h;fetch('http://'+a+':'+(process.env.ADMIN_PORT||9090)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 STOPSIGNAL SIGTERM
 # Run through its shebang, which carries the node flags the gateway is measured with.
 ENTRYPOINT ["/app/dist/cli.js"]

@@ -1,4 +1,7 @@
+import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { parse } from 'yaml';
 import { createMetrics, createPrimaryMetrics } from '../../src/observability/metrics.js';
 
@@ -83,5 +86,22 @@ describe('examples/', () => {
     expect(dockerfile).toMatch(/^CMD \["serve"\]$/m);
     // Through the shebang, so the image runs with the same node flags as the installed command.
     expect(dockerfile).toMatch(/^ENTRYPOINT \["\/app\/dist\/cli\.js"\]$/m);
+  });
+
+  it.each([
+    ['127.0.0.2', '127.0.0.2'], // a specific address, as the README advises (the monitoring network's)
+    ['0.0.0.0', '0.0.0.0'], // the image's default
+    ['::', '::1'],
+  ])('the HEALTHCHECK reaches the admin listener at ADMIN_HOST=%s', async (adminHost, listenOn) => {
+    const script = JSON.parse(readFileSync('Dockerfile', 'utf8').match(/^\s*CMD (\["node", "-e", .*\])$/m)![1]!) as string[];
+    const admin = http.createServer((req, res) => res.writeHead(req.url === '/healthz' ? 200 : 404).end());
+    await new Promise<void>((resolve) => admin.listen(0, listenOn, () => resolve()));
+    try {
+      const env = { ...process.env, ADMIN_HOST: adminHost, ADMIN_PORT: String((admin.address() as AddressInfo).port) };
+      const code = await new Promise<number>((resolve) => execFile(process.execPath, script.slice(1), { env }, (err) => resolve(err === null ? 0 : ((err.code as number) ?? 1))));
+      expect(code).toBe(0);
+    } finally {
+      admin.close();
+    }
   });
 });
