@@ -84,12 +84,15 @@ export class RedisKeyStore implements KeyStore {
   #databaseRefused: Error | undefined;
   /** The main connection has been ready once. */
   #connectedOnce = false;
+  /** Why the main connection last failed (refused, a wrong password): a failed connect says only that it closed. */
+  #connectionFailure: Error | undefined;
   /**
    * Connections whose health-check PING went unanswered, until they are ready again: down from that
    * moment. The reconnect that follows reports nothing until the socket closes, and ioredis gives a
    * socket it ends up to 2 s to close, cached keys trusted all the while.
    */
   readonly #unanswered = new Set<Redis>();
+  readonly #onError: NonNullable<RedisKeyStoreOptions['onError']>;
   readonly #healthCheck: NodeJS.Timeout | undefined;
 
   constructor(options: RedisKeyStoreOptions) {
@@ -113,10 +116,11 @@ export class RedisKeyStore implements KeyStore {
       lazyConnect: waiting,
     };
     this.#client = new Redis(options.url, { ...common, connectionName: 'acquirer-gateway' });
-    const onError = options.onError ?? (() => {});
+    const onError = (this.#onError = options.onError ?? (() => {}));
     this.#client.on('connect', () => (this.#databaseRefused = undefined));
     this.#client.on('ready', () => (this.#connectedOnce = true));
     this.#client.on('error', (err: unknown) => {
+      this.#connectionFailure = err as Error;
       if ((err as { command?: { name?: string } }).command?.name === 'select') this.#databaseRefused = err as Error;
       onError(err, 'redis connection');
     });
@@ -177,7 +181,8 @@ export class RedisKeyStore implements KeyStore {
   #checkHealth(): void {
     for (const connection of [this.#client, this.#subscriber]) {
       if (connection === undefined || connection.status !== 'ready') continue;
-      connection.ping().catch(() => {
+      connection.ping().catch((err: unknown) => {
+        this.#onError(err, connection === this.#client ? 'redis health check' : 'redis change-notice health check');
         this.#unanswered.add(connection);
         this.#updateHealth();
         connection.disconnect(true);
@@ -187,7 +192,11 @@ export class RedisKeyStore implements KeyStore {
 
   /** Key administration: connect now, and fail with a clear error when Redis is not there. */
   async connect(): Promise<void> {
-    if (this.#client.status === 'wait') await this.#client.connect();
+    if (this.#client.status === 'wait') {
+      await this.#client.connect().catch((err: unknown) => {
+        throw this.#connectionFailure ?? err;
+      });
+    }
     if (this.#databaseRefused !== undefined) throw new Error(`Redis refused the database REDIS_URL names: ${this.#databaseRefused.message}`);
   }
 
