@@ -1,5 +1,4 @@
 import { createHash } from 'node:crypto';
-import { constants } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { isMap, isNode, isScalar, isSeq, LineCounter, parseDocument, visit, type Document, type ParsedNode } from 'yaml';
 import type { z } from 'zod';
@@ -142,21 +141,19 @@ export async function loadPolicy(file: string): Promise<PolicyLoadResult> {
   const refused = (message: string): PolicyLoadResult => ({ ok: false, errors: [{ file, line: 0, column: 0, message }] });
   let source: string;
   try {
-    // Opened once, and that file's kind and size checked and read. Without O_NONBLOCK, opening a FIFO
-    // would wait for a writer, for ever, and every later reload behind it.
-    const handle = await open(file, constants.O_RDONLY | constants.O_NONBLOCK);
+    // Read up to one byte past the limit, whatever the file: a pipe (`policy diff <(git show …) NEW`)
+    // has no size to ask for, and a file may grow while it is read.
+    const handle = await open(file, 'r');
     try {
       const stats = await handle.stat();
-      if (!stats.isFile()) return refused('cannot read policy: not a regular file');
-      if (stats.size > MAX_POLICY_BYTES) return refused(`policy file too large: ${stats.size} bytes, at most ${MAX_POLICY_BYTES}`);
+      if (stats.isFile() && stats.size > MAX_POLICY_BYTES) return refused(`policy file too large: ${stats.size} bytes, at most ${MAX_POLICY_BYTES}`);
       const bytes = Buffer.alloc(MAX_POLICY_BYTES + 1);
       let bytesRead = 0;
       while (bytesRead < bytes.length) {
-        const { bytesRead: n } = await handle.read(bytes, bytesRead, bytes.length - bytesRead, bytesRead);
+        const { bytesRead: n } = await handle.read(bytes, bytesRead, bytes.length - bytesRead, null);
         if (n === 0) break;
         bytesRead += n;
       }
-      // Grown since the stat (a writer not replacing the file whole): refused as too large.
       if (bytesRead > MAX_POLICY_BYTES) return refused(`policy file too large: more than ${MAX_POLICY_BYTES} bytes`);
       source = bytes.toString('utf8', 0, bytesRead);
     } finally {
@@ -164,7 +161,7 @@ export async function loadPolicy(file: string): Promise<PolicyLoadResult> {
     }
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    const reason = code === 'ENOENT' ? 'file not found' : code === 'EISDIR' ? 'not a regular file' : (err as Error).message;
+    const reason = code === 'ENOENT' ? 'file not found' : code === 'EISDIR' ? 'a directory, not a file' : (err as Error).message;
     return refused(`cannot read policy: ${reason}`);
   }
   return parsePolicy(source, file);

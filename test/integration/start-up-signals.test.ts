@@ -136,10 +136,10 @@ net.Server.prototype.listen = function (...args) {
 const WAITING_LISTEN = `--import=data:text/javascript,${encodeURIComponent(`import net from 'node:net';
 import fs from 'node:fs';
 import { syncBuiltinESMExports } from 'node:module';
-const readFile = fs.promises.readFile;
-fs.promises.readFile = function (file, ...rest) {
+const open = fs.promises.open;
+fs.promises.open = function (file, ...rest) {
   if (String(file).endsWith('policy.yaml')) process.stderr.write('policy read by ' + process.pid + '\\n');
-  return readFile.call(this, file, ...rest);
+  return open.call(this, file, ...rest);
 };
 syncBuiltinESMExports();
 const listen = net.Server.prototype.listen;
