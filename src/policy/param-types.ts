@@ -34,6 +34,11 @@ export const PARAM_TYPES = {
     pattern: '(?:0|[1-9][0-9]{0,17})',
     description: 'a non-negative decimal integer without leading zeros',
   },
+  // A page number: the API document's pages start at 1 (`current_page`).
+  positive_integer: {
+    pattern: '[1-9][0-9]{0,17}',
+    description: 'a decimal integer of 1 or more, without leading zeros',
+  },
   slug: {
     pattern: '[A-Za-z0-9_-]{1,128}',
     description: '1 to 128 of A-Z a-z 0-9 _ -',

@@ -85,7 +85,7 @@ describe('routeTable', () => {
     expect(table.split('\n').slice(2, 8)).toEqual([
       '| route | method | path | parameters | query | permissions (all required) | answered by |',
       '|---|---|---|---|---|---|---|',
-      '| `eod_statements_list` | GET | `/v1/acquirer/eod_statements` | – | page: integer | `eod_list`, `eod_read` | upstream |',
+      '| `eod_statements_list` | GET | `/v1/acquirer/eod_statements` | – | page: positive_integer | `eod_list`, `eod_read` | upstream |',
       '| `eod_statement_download` | GET | `/v1/acquirer/eod_statements/:statement_id.csv` | statement_id: uuid | none | `eod_list`, `eod_read` | upstream |',
       '| `eod_statement_download_by_date` | GET | `/v1/acquirer/eod_statements/by_date/:date.csv` | date: date | none | `eod_list`, `eod_read` | upstream |',
       '| `api_keys_permissions` | GET | `/v1/acquirer/api_keys/permissions` | – | any (unchecked) | no permission (any valid key) | gateway |',

@@ -99,6 +99,7 @@ describe('queryAllowed with the shipped policy', () => {
     `${LIST}?acquirer_id=acq_2`,
     `${LIST}?page=1&page=2`, // twice
     `${LIST}?page=01`, // not an integer as declared
+    `${LIST}?page=0`, // pages start at 1
     `${LIST}?page`, // no value
     `${LIST}?page=`,
     `${LIST}?page=1&`, // an empty pair

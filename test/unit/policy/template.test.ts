@@ -48,6 +48,8 @@ describe('overlappingPath settles most pairs segment by segment, and agrees with
     [':p', { p: 'uuid' }],
     [':p', { p: 'date' }],
     [':p', { p: 'integer' }],
+    [':p', { p: 'positive_integer' }],
+    ['0', {}],
     [':p.csv', { p: 'uuid' }],
     ['a-:p', { p: 'slug' }],
     [':p-b', { p: 'slug' }],
