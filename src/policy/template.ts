@@ -93,8 +93,8 @@ function automaton(template: CompiledTemplate): NFA {
 }
 
 /**
- * True when no segment can match both: two different literals, or a literal its counterpart's
- * pattern refuses. Neither a literal nor a parameter's pattern holds a "/", so a path matches a
+ * True when no segment can match both: two different literals, a literal its counterpart's
+ * pattern refuses, or two parameters' prefixes or suffixes that differ. Neither a literal nor a parameter's pattern holds a "/", so a path matches a
  * template segment by segment, and one such pair rules out every path. Settles nearly every pair of
  * routes without the automata (comparing every route with every other that way made a policy of a
  * few hundred routes take seconds to load: bench/RESULTS.md).
@@ -107,7 +107,11 @@ function segmentsExclude(a: CompiledTemplate, b: CompiledTemplate): boolean {
       if (x.text !== y.text) return true;
     } else if (x.kind === 'literal') {
       if (!segmentRegex(y).test(x.text)) return true;
-    } else if (y.kind === 'literal' && !segmentRegex(x).test(y.text)) {
+    } else if (y.kind === 'literal') {
+      if (!segmentRegex(x).test(y.text)) return true;
+    } else if (!(x.prefix.startsWith(y.prefix) || y.prefix.startsWith(x.prefix)) || !(x.suffix.endsWith(y.suffix) || y.suffix.endsWith(x.suffix))) {
+      // Two parameters: a segment both match begins with both prefixes and ends with both suffixes,
+      // so of each pair one holds the other (`:id.csv` and `:id.pdf` never meet).
       return true;
     }
   }

@@ -51,6 +51,9 @@ describe('overlappingPath settles most pairs segment by segment, and agrees with
     [':p', { p: 'positive_integer' }],
     ['0', {}],
     [':p.csv', { p: 'uuid' }],
+    [':p.r1', { p: 'uuid' }],
+    [':p.r12', { p: 'slug' }],
+    ['b-:p.csv', { p: 'slug' }],
     ['a-:p', { p: 'slug' }],
     [':p-b', { p: 'slug' }],
   ];
