@@ -198,8 +198,13 @@ export async function startGateway(config: Config, { logger, policy: initialPoli
    */
   const whenAnswerable = (req: http.IncomingMessage, res: http.ServerResponse, handle: (req: http.IncomingMessage, res: http.ServerResponse) => void) => {
     if (res.socket === null) return void res.once('socket', () => whenAnswerable(req, res, handle));
-    if (declaresBody(req.headers) && !req.complete) return void setImmediate(handle, req, res);
+    if (declaresBody(req.headers) && !req.complete) return void setImmediate(judgeUnlessRefused, req, res, handle);
     handle(req, res);
+  };
+  // A body that turned out malformed meanwhile has had its 400 from the parser (clientError), which
+  // ended the connection: that was the request's answer, counted and logged once.
+  const judgeUnlessRefused = (req: http.IncomingMessage, res: http.ServerResponse, handle: (req: http.IncomingMessage, res: http.ServerResponse) => void) => {
+    if (!req.socket.writableEnded) handle(req, res);
   };
   // An Expect other than 100-continue: Node would answer an empty 417; nothing here takes a body anyway.
   const refuseExpectation = (req: http.IncomingMessage, res: http.ServerResponse) => {

@@ -221,6 +221,23 @@ describe('metrics, health and readiness', () => {
     expect(lines.map((l) => [JSON.parse(l).client, JSON.parse(l).path])).toEqual([['127.0.0.1', null], ['127.0.0.1', LIST]]);
   });
 
+  it('a request whose body turns out malformed is answered, counted and logged once', async () => {
+    const requestsTotal = async () =>
+      [...(await metricsText(g)).matchAll(/^acquirer_gateway_requests_total\{[^}]*\} (\d+)$/gm)].reduce((sum, m) => sum + Number(m[1]), 0);
+    const before = await requestsTotal();
+    const lines = g.logLines.length;
+    const raw = await sendUntilServerCloses(g.port, `GET ${LIST} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhelloXX\r\n0\r\n\r\n`);
+    const [refused, ...more] = parseRawResponses(raw);
+    expect([refused?.status, more]).toEqual([400, []]);
+    // A request after it, on another connection: by its access line, the first one's are all written.
+    const marker = await request(g.url, LIST, bearer(key));
+    expect(marker.status).toBe(200);
+    await waitFor(() => g.logLines.slice(lines).some((l) => l.includes(`"request_id":"${marker.headers['x-request-id']}"`)), { what: 'the marker\'s access line' });
+    expect(await requestsTotal()).toBe(before + 2);
+    const accessLines = g.logLines.slice(lines).filter((l) => l.includes('"msg":"request"'));
+    expect(accessLines.map((l) => JSON.parse(l).request_id)).toEqual([refused!.headers['x-request-id'], marker.headers['x-request-id']]);
+  });
+
   it('the public port never answers for admin paths', async () => {
     for (const p of ['/metrics', '/healthz', '/readyz']) {
       const res = await request(g.url, p, bearer(key));
