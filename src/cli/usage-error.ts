@@ -21,7 +21,9 @@ export class PolicyInvalid extends CommandError {}
 
 /** `--help` or `-h` anywhere among a command's arguments, or `help` as its first: its usage, exit 0. */
 export function wantsHelp(args: readonly string[]): boolean {
-  return args[0] === 'help' || args.includes('--help') || args.includes('-h');
+  // After `--`, `-h` is a name (a file's), not a request for help.
+  const options = args.includes('--') ? args.slice(0, args.indexOf('--')) : args;
+  return args[0] === 'help' || options.includes('--help') || options.includes('-h');
 }
 
 /**

@@ -106,6 +106,7 @@ export class KeyResolver {
    * dropped), and a gateway its readiness took out of service gets none from traffic.
    */
   #failureProbe: NodeJS.Timeout | undefined;
+  #closed = false;
 
   constructor(store: KeyStore, options: KeyResolverOptions = {}) {
     this.#store = store;
@@ -164,7 +165,7 @@ export class KeyResolver {
     const before = this.storeAvailable;
     if (failing) this.#failingSince ??= this.#now();
     else this.#failingSince = null;
-    if (failing && this.#failureProbe === undefined) {
+    if (failing && this.#failureProbe === undefined && !this.#closed) {
       this.#failureProbe = setInterval(() => void this.#probe(), this.#failureProbeIntervalMs);
       this.#failureProbe.unref();
     } else if (!failing) {
@@ -187,7 +188,9 @@ export class KeyResolver {
     this.#failureProbe = undefined;
   }
 
+  /** Stops listening to the store, and probing it: a lookup still under way that fails starts nothing. */
   close(): void {
+    this.#closed = true;
     this.#unwatch();
     this.#stopProbing();
   }

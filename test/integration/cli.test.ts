@@ -306,9 +306,9 @@ describe('policy check, diff and routes', () => {
     },
   );
 
-  it('a file whose name starts with a dash follows --', async () => {
-    const result = await runCli(['policy', 'check', '--', '-missing.yaml']);
-    expect([result.code, result.stderr]).toEqual([1, '-missing.yaml:0:0: cannot read policy: file not found\n']);
+  it.each(['-missing.yaml', '-h', '--help'])('a file whose name starts with a dash follows --: %s is checked, not taken for an option', async (name) => {
+    const result = await runCli(['policy', 'check', '--', name]);
+    expect([result.code, result.stdout, result.stderr]).toEqual([1, '', `${name}:0:0: cannot read policy: file not found\n`]);
   });
 
   it('check: exit 0 with a summary for a valid policy', async () => {

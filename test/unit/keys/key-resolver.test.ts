@@ -288,6 +288,25 @@ describe('KeyResolver', () => {
       resolver.close();
       await jest.advanceTimersByTimeAsync(10_000);
       expect(store.lookups).toBe(2);
+
+    } finally {
+      jest.useRealTimers();
+    }
+  });
+
+  it('starts no probing when a lookup under way at close fails after it (a drain that ended during a stall)', async () => {
+    jest.useFakeTimers();
+    try {
+      const { store, resolver } = setup({ failureProbeIntervalMs: 1_000 });
+      let release!: () => void;
+      store.gate = new Promise((resolve) => (release = resolve));
+      store.failing = true;
+      const pending = resolver.resolve(hashKey(generateKey()));
+      resolver.close();
+      release();
+      await expect(pending).rejects.toBeInstanceOf(KeyStoreUnavailableError);
+      await jest.advanceTimersByTimeAsync(10_000);
+      expect(store.lookups).toBe(1);
     } finally {
       jest.useRealTimers();
     }
