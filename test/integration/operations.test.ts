@@ -224,17 +224,26 @@ describe('metrics, health and readiness', () => {
   it('a request whose body turns out malformed is answered, counted and logged once', async () => {
     const requestsTotal = async () =>
       [...(await metricsText(g)).matchAll(/^acquirer_gateway_requests_total\{[^}]*\} (\d+)$/gm)].reduce((sum, m) => sum + Number(m[1]), 0);
+    // Log lines reach stdout in blocks, in order: once a request's line is there, every earlier one is.
+    const lineOf = (res: { headers: Record<string, unknown> }) =>
+      waitFor(
+        () => {
+          const at = g.logLines.findIndex((l) => l.includes(`"request_id":"${res.headers['x-request-id']}"`));
+          return at >= 0 ? at + 1 : undefined;
+        },
+        { what: 'an access line' },
+      );
+    const lines = await lineOf(await request(g.url, LIST, bearer(key)));
     const before = await requestsTotal();
-    const lines = g.logLines.length;
     const raw = await sendUntilServerCloses(g.port, `GET ${LIST} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhelloXX\r\n0\r\n\r\n`);
     const [refused, ...more] = parseRawResponses(raw);
     expect([refused?.status, more]).toEqual([400, []]);
-    // A request after it, on another connection: by its access line, the first one's are all written.
+    // A request after it, on another connection: by its access line, the refused one's are all written.
     const marker = await request(g.url, LIST, bearer(key));
     expect(marker.status).toBe(200);
-    await waitFor(() => g.logLines.slice(lines).some((l) => l.includes(`"request_id":"${marker.headers['x-request-id']}"`)), { what: 'the marker\'s access line' });
+    const last = await lineOf(marker);
     expect(await requestsTotal()).toBe(before + 2);
-    const accessLines = g.logLines.slice(lines).filter((l) => l.includes('"msg":"request"'));
+    const accessLines = g.logLines.slice(lines, last).filter((l) => l.includes('"msg":"request"'));
     expect(accessLines.map((l) => JSON.parse(l).request_id)).toEqual([refused!.headers['x-request-id'], marker.headers['x-request-id']]);
   });
 
