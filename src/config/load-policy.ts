@@ -103,7 +103,7 @@ export function parsePolicy(source: string, file: string): PolicyLoadResult {
   });
   if (aliases.length > 0) return { ok: false, errors: aliases };
 
-  const parsed = policySchema.safeParse(doc.toJS({ maxAliasCount: 0 }));
+  const parsed = policySchema.safeParse(ownStrings(doc.toJS({ maxAliasCount: 0 })));
   if (!parsed.success) {
     return {
       ok: false,
@@ -135,6 +135,23 @@ export function parsePolicy(source: string, file: string): PolicyLoadResult {
  * a file within the limit costs depends on its routes' shapes, not its size (compile.ts).
  */
 export const MAX_POLICY_BYTES = 256 * 1024;
+
+/**
+ * The parsed document with every string copied out of the source text. The YAML parser's strings
+ * are slices of the source, and a source with one character beyond Latin-1 (the shipped policy's
+ * "…" in a comment) is stored two bytes a character: so then is every slice, and every access line
+ * that holds a route id, which V8 then encodes to UTF-8 the slow way (12k instructions a request,
+ * bench/RESULTS.md, fifteenth session). A copy is one byte a character when it can be, and no longer
+ * holds the whole source in memory.
+ */
+function ownStrings(value: unknown): unknown {
+  if (typeof value === 'string') return JSON.parse(JSON.stringify(value)) as string;
+  if (Array.isArray(value)) return value.map(ownStrings);
+  if (value !== null && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([key, item]) => [ownStrings(key) as string, ownStrings(item)]));
+  }
+  return value;
+}
 
 /** Reads and validates a policy file. */
 export async function loadPolicy(file: string): Promise<PolicyLoadResult> {
