@@ -3,6 +3,7 @@ import { createKey, startServe, type ServeProcess } from '../helpers/cli.js';
 import { request } from '../helpers/http.js';
 import { startTestRedis, type TestRedis } from '../helpers/redis.js';
 import { startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
+import { stopAll } from '../helpers/stop-all.js';
 
 /** Floods that must not reach Redis once per request, nor grow the metrics. */
 let redis: TestRedis;
@@ -18,11 +19,13 @@ beforeAll(async () => {
   gateway = await startServe({ ...env, UPSTREAM_URL: upstream.url });
 }, 30_000);
 
-afterAll(async () => {
-  await gateway.stop();
-  await upstream.close();
-  await redis.stop();
-});
+afterAll(() =>
+  stopAll(
+    () => gateway?.stop(),
+    () => upstream?.close(),
+    () => redis?.stop(),
+  ),
+);
 
 /**
  * Commands Redis has served so far, of every kind, from INFO commandstats: all but the gateway's

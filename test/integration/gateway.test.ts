@@ -9,6 +9,7 @@ import { startTestRedis, type TestRedis } from '../helpers/redis.js';
 import { parseRawResponse, parseRawResponses, sendRaw, sendUntilServerCloses } from '../helpers/raw.js';
 import { headerValues, startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
 import { waitFor } from '../helpers/wait.js';
+import { stopAll } from '../helpers/stop-all.js';
 
 /**
  * The gateway as an operator runs it: `acquirer-gateway serve` against a real Redis and a real
@@ -101,11 +102,13 @@ beforeAll(async () => {
   gateway = await startServe({ ...env, HOST: '::', UPSTREAM_URL: upstream.url, TRUSTED_PROXIES: '127.0.0.1' });
 }, 30_000);
 
-afterAll(async () => {
-  await gateway?.stop();
-  await upstream?.close();
-  await redis?.stop();
-});
+afterAll(() =>
+  stopAll(
+    () => gateway?.stop(),
+    () => upstream?.close(),
+    () => redis?.stop(),
+  ),
+);
 
 const get = (path: string, headers: http.OutgoingHttpHeaders = {}) => request(gateway.url, path, headers);
 const as = (name: string, path = LIST, headers: http.OutgoingHttpHeaders = {}) => get(path, { ...bearer(keys[name]!.key), ...headers });

@@ -3,6 +3,7 @@ import { bearer, request } from '../helpers/http.js';
 import { startTestRedis, type TestRedis } from '../helpers/redis.js';
 import { startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
 import { waitFor } from '../helpers/wait.js';
+import { stopAll } from '../helpers/stop-all.js';
 
 /**
  * Two gateways share one Redis; a change made with the CLI reaches both by its change notice. Their
@@ -27,11 +28,13 @@ beforeAll(async () => {
   await waitFor(async () => (await redis.client.pubsub('NUMSUB', `${redis.prefix}events`))[1] === 2, { what: 'both gateways subscribed' });
 }, 30_000);
 
-afterAll(async () => {
-  await Promise.all(gateways.map((g) => g.stop()));
-  await upstream.close();
-  await redis.stop();
-});
+afterAll(() =>
+  stopAll(
+    () => Promise.all(gateways.map((g) => g.stop())),
+    () => upstream?.close(),
+    () => redis?.stop(),
+  ),
+);
 
 async function statuses(key: string): Promise<number[]> {
   return Promise.all(gateways.map(async (g) => (await request(g.url, LIST, bearer(key))).status));

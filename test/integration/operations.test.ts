@@ -11,6 +11,7 @@ import { startTestRedis, type TestRedis } from '../helpers/redis.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 import { startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
 import { waitFor } from '../helpers/wait.js';
+import { stopAll } from '../helpers/stop-all.js';
 
 /**
  * The gateway as a platform team runs it: metrics, health and readiness on the admin listener,
@@ -99,12 +100,14 @@ beforeAll(async () => {
   copyFileSync('policies/acquirer-api.yaml', policyFile);
 }, 30_000);
 
-afterAll(async () => {
-  await relay.close();
-  await upstream.close();
-  await redis.stop();
-  rmSync(policyDir, { recursive: true, force: true });
-});
+afterAll(() =>
+  stopAll(
+    () => relay?.close(),
+    () => upstream?.close(),
+    () => redis?.stop(),
+    () => policyDir !== undefined && rmSync(policyDir, { recursive: true, force: true }),
+  ),
+);
 
 async function serve(extra: Record<string, string> = {}): Promise<ServeProcess> {
   const g = await startServe({ REDIS_URL: relay.url, REDIS_KEY_PREFIX: redis.prefix, UPSTREAM_URL: upstream.url, POLICY_FILE: policyFile, LOG_LEVEL: 'debug', ...extra });

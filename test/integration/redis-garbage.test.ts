@@ -5,6 +5,7 @@ import { bearer, request } from '../helpers/http.js';
 import { startTestRedis, type TestRedis } from '../helpers/redis.js';
 import { startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
 import { waitFor } from '../helpers/wait.js';
+import { stopAll } from '../helpers/stop-all.js';
 
 /** A Redis stand-in that answers every command with bytes that are not RESP. */
 let fake: net.Server;
@@ -25,12 +26,14 @@ beforeAll(async () => {
   gateway = await startServe({ REDIS_URL: `redis://127.0.0.1:${fakePort}`, REDIS_KEY_PREFIX: redis.prefix, UPSTREAM_URL: upstream.url, REDIS_COMMAND_TIMEOUT_MS: '300' });
 }, 30_000);
 
-afterAll(async () => {
-  await gateway.stop();
-  await new Promise((resolve) => fake.close(resolve));
-  await upstream.close();
-  await redis.stop();
-});
+afterAll(() =>
+  stopAll(
+    () => gateway?.stop(),
+    () => fake !== undefined && new Promise((resolve) => fake.close(resolve)),
+    () => upstream?.close(),
+    () => redis?.stop(),
+  ),
+);
 
 it('Redis answering garbage: 503 within the bound, never an allow, and the gateway stays up', async () => {
   // A real key (in the real Redis): the gateway cannot see it through the garbage, so it must refuse.

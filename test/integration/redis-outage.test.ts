@@ -5,6 +5,7 @@ import { startTestRedis, type TestRedis } from '../helpers/redis.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 import { startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
 import { waitFor } from '../helpers/wait.js';
+import { stopAll } from '../helpers/stop-all.js';
 
 /**
  * Redis stopped, black-holed and back, mid-run. The gateway reaches Redis through a relay the test
@@ -35,12 +36,14 @@ beforeAll(async () => {
   await waitFor(async () => (await redis.client.pubsub('NUMSUB', `${redis.prefix}events`))[1] === 1, { what: 'gateway subscribed' });
 }, 30_000);
 
-afterAll(async () => {
-  await gateway.stop();
-  await relay.close();
-  await upstream.close();
-  await redis.stop();
-});
+afterAll(() =>
+  stopAll(
+    () => gateway?.stop(),
+    () => relay?.close(),
+    () => upstream?.close(),
+    () => redis?.stop(),
+  ),
+);
 
 /** A request that must be answered within `boundMs`, or the test fails (no hang, no queue). */
 function call(key: string, boundMs = FAIL_FAST_BOUND_MS): Promise<{ status: number; body: string }> {

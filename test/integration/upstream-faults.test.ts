@@ -6,6 +6,7 @@ import { bearer, request } from '../helpers/http.js';
 import { openRaw } from '../helpers/raw.js';
 import { freePort, startTestRedis, type TestRedis } from '../helpers/redis.js';
 import { waitFor } from '../helpers/wait.js';
+import { stopAll } from '../helpers/stop-all.js';
 
 /**
  * An upstream that misbehaves on cue, over raw TCP: the query string (passed through unchanged)
@@ -157,11 +158,13 @@ beforeAll(async () => {
   closedGateway = await startServe({ ...env, UPSTREAM_URL: `http://127.0.0.1:${await freePort()}` });
 }, 30_000);
 
-afterAll(async () => {
-  await Promise.all([gateway.stop(), closedGateway.stop(), onePoolGateway.stop()]);
-  await new Promise((resolve) => faulty.close(resolve));
-  await redis.stop();
-});
+afterAll(() =>
+  stopAll(
+    () => Promise.all([gateway?.stop(), closedGateway?.stop(), onePoolGateway?.stop()]),
+    () => faulty !== undefined && new Promise((resolve) => faulty.close(resolve)),
+    () => redis?.stop(),
+  ),
+);
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 

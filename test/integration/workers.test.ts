@@ -9,6 +9,7 @@ import { startTestRedis, type TestRedis } from '../helpers/redis.js';
 import { startTcpProxy } from '../helpers/tcp-proxy.js';
 import { headerValues, startUpstream, type RecordingUpstream, type UpstreamHandler } from '../helpers/upstream.js';
 import { waitFor } from '../helpers/wait.js';
+import { stopAll } from '../helpers/stop-all.js';
 
 /**
  * WORKERS=2: one primary and two worker processes behind one port. Requests are served by both,
@@ -41,10 +42,12 @@ beforeAll(async () => {
   env = { REDIS_URL: redis.url, REDIS_KEY_PREFIX: redis.prefix, UPSTREAM_URL: upstream.url };
 }, 30_000);
 
-afterAll(async () => {
-  await upstream.close();
-  await redis.stop();
-});
+afterAll(() =>
+  stopAll(
+    () => upstream?.close(),
+    () => redis?.stop(),
+  ),
+);
 
 const alive = (pid: number) => {
   try {
