@@ -134,6 +134,13 @@ describe('metrics, health and readiness', () => {
   it('counts a scripted mix of requests by route, method, status and reason, with bounded labels', async () => {
     const unknownKey = `acquirer_key_${'U'.repeat(43)}`;
     secrets.push(unknownKey);
+    const [listOnly, elsewhere, disabled] = await Promise.all([
+      createKey(env, { acquirer: 'acq_1', permissions: ['eod_list'] }),
+      createKey(env, { acquirer: 'acq_1', permissions: ['eod_list', 'eod_read'], allowIp: ['203.0.113.0/24'] }),
+      createKey(env, { acquirer: 'acq_1', permissions: ['eod_list', 'eod_read'] }),
+    ]);
+    secrets.push(listOnly.key, elsewhere.key, disabled.key);
+    expect((await runCli(['keys', 'disable', disabled.id], env)).code).toBe(0);
     const sends: [string, http.OutgoingHttpHeaders, number][] = [
       [LIST, bearer(key), 200],
       [LIST, bearer(key), 200],
@@ -147,6 +154,9 @@ describe('metrics, health and readiness', () => {
       [LIST, bearer(unknownKey), 401],
       [`/v1/acquirer/random/${Math.random()}`, bearer(key), 404],
       [`/v1/acquirer//eod_statements?key=${key}`, bearer(key), 404],
+      [LIST, bearer(listOnly.key), 403],
+      [LIST, bearer(elsewhere.key), 401], // 127.0.0.1 is outside its whitelist
+      [LIST, bearer(disabled.key), 401],
     ];
     for (const [p, headers, status] of sends) expect((await request(g.url, p, headers)).status).toBe(status);
     const text = await metricsText(g);
@@ -157,10 +167,14 @@ describe('metrics, health and readiness', () => {
     // A query the route does not take, a body it does not take: refused under the route they addressed.
     expect(requests({ route: 'eod_statements_list', method: 'GET', status: '400' })).toBe(2);
     expect(metricValue(text, 'acquirer_gateway_denials_total', { reason: 'bad_request' })).toBe(2);
-    expect(requests({ route: 'unmatched', method: 'GET', status: '401' })).toBe(3);
+    expect(requests({ route: 'unmatched', method: 'GET', status: '401' })).toBe(5);
+    expect(requests({ route: 'eod_statements_list', method: 'GET', status: '403' })).toBe(1);
     expect(requests({ route: 'unmatched', method: 'GET', status: '404' })).toBe(2);
     expect(metricValue(text, 'acquirer_gateway_denials_total', { reason: 'missing_key' })).toBe(1);
     expect(metricValue(text, 'acquirer_gateway_denials_total', { reason: 'invalid_key' })).toBe(2);
+    expect(metricValue(text, 'acquirer_gateway_denials_total', { reason: 'ip_not_allowed' })).toBe(1);
+    expect(metricValue(text, 'acquirer_gateway_denials_total', { reason: 'disabled_key' })).toBe(1);
+    expect(metricValue(text, 'acquirer_gateway_denials_total', { reason: 'permission_denied' })).toBe(1);
     // The unknown route only: a mapped upstream 404 is the upstream's answer, counted as mapped below.
     expect(metricValue(text, 'acquirer_gateway_denials_total', { reason: 'not_found' })).toBe(1);
     expect(metricValue(text, 'acquirer_gateway_denials_total', { reason: 'non_canonical_path' })).toBe(1);
@@ -168,11 +182,11 @@ describe('metrics, health and readiness', () => {
     // Its access line says the upstream refused it: the gateway allowed the request, the answer is no allow.
     const mapped = await waitFor(() => g.logLines.map((l) => JSON.parse(l)).find((e) => e.msg === 'request' && e.route === 'eod_statement_download_by_date'), { what: 'the mapped access line' });
     expect(mapped).toMatchObject({ status: 404, decision: 'upstream_status', code: null, upstream_status: 404, completed: true });
-    expect(metricValue(text, 'acquirer_gateway_key_resolutions_total', { layer: 'redis', result: 'hit' })).toBe(1);
+    expect(metricValue(text, 'acquirer_gateway_key_resolutions_total', { layer: 'redis', result: 'hit' })).toBe(4); // one key, and the three refused
     expect(metricValue(text, 'acquirer_gateway_key_resolutions_total', { layer: 'memory', result: 'hit' })).toBeGreaterThanOrEqual(6);
     expect(metricValue(text, 'acquirer_gateway_key_resolutions_total', { layer: 'redis', result: 'miss' })).toBe(1);
     expect(metricValue(text, 'acquirer_gateway_key_resolutions_total', { layer: 'memory', result: 'negative_hit' })).toBe(1);
-    expect(metricValue(text, 'acquirer_gateway_request_duration_seconds_count', { route: 'eod_statements_list' })).toBe(5); // the 400s too
+    expect(metricValue(text, 'acquirer_gateway_request_duration_seconds_count', { route: 'eod_statements_list' })).toBe(6); // the 400s and the 403 too
     expect(text).toMatch(/acquirer_gateway_request_duration_seconds_bucket\{le="0\.0005",route="eod_statements_list"\}/);
     expect(metricValue(text, 'acquirer_gateway_upstream_duration_seconds_count', { route: 'eod_statements_list' })).toBe(3);
     expect(metricValue(text, 'acquirer_gateway_key_store_up')).toBe(1);
