@@ -244,22 +244,24 @@ describe('keys show, update, disable, list', () => {
 });
 
 describe('serve refuses to start on bad input', () => {
+  // Never the default 127.0.0.1:6379, should a refusal ever come after the key store connects: a Redis this test did not start.
+  const NO_REDIS = { REDIS_URL: 'redis://127.0.0.1:1' };
   it.each([
     [{}, /^acquirer-gateway: invalid configuration: UPSTREAM_URL: required/],
     [{ UPSTREAM_URL: 'http://127.0.0.1:1', PORT: '70000' }, /^acquirer-gateway: invalid configuration: PORT: must be an integer from 0 to 65535 \(got "70000"\)\n$/],
     [{ UPSTREAM_URL: 'http://127.0.0.1:1', TRUSTED_PROXIES: '10.0.0.0/33' }, /TRUSTED_PROXIES: "10.0.0.0\/33": prefix length must be at most 32/],
     [{ UPSTREAM_URL: 'nope' }, /UPSTREAM_URL: must be an absolute http:\/\/ or https:\/\/ URL/],
   ])('%j: exit 2, one line naming the variable', async (badEnv, message) => {
-    const result = await runCli(['serve'], badEnv);
+    const result = await runCli(['serve'], { ...NO_REDIS, ...badEnv });
     expect(result.code).toBe(2);
     expect(result.stderr).toMatch(message);
     expect(result.stderr.trim().split('\n')).toHaveLength(1);
   });
 
   it('a flag overrides the variable, and an unknown flag is refused', async () => {
-    const bad = await runCli(['serve', '--port', '99999'], { UPSTREAM_URL: 'http://127.0.0.1:1', PORT: '8080' });
+    const bad = await runCli(['serve', '--port', '99999'], { ...NO_REDIS, UPSTREAM_URL: 'http://127.0.0.1:1', PORT: '8080' });
     expect(bad.stderr).toMatch(/PORT: must be an integer from 0 to 65535 \(got "99999"\)/);
-    const unknown = await runCli(['serve', '--prot', '1'], { UPSTREAM_URL: 'http://127.0.0.1:1' });
+    const unknown = await runCli(['serve', '--prot', '1'], { ...NO_REDIS, UPSTREAM_URL: 'http://127.0.0.1:1' });
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toMatch(/Unknown option '--prot'/);
   });
@@ -288,7 +290,7 @@ describe('serve refuses to start on bad input', () => {
   });
 
   it('an invalid policy: exit 1 with file:line:column: reason', async () => {
-    const result = await runCli(['serve'], { UPSTREAM_URL: 'http://127.0.0.1:1', PORT: '0', POLICY_FILE: 'test/fixtures/policies/unknown-permission.yaml' });
+    const result = await runCli(['serve'], { ...NO_REDIS, UPSTREAM_URL: 'http://127.0.0.1:1', PORT: '0', POLICY_FILE: 'test/fixtures/policies/unknown-permission.yaml' });
     expect(result.code).toBe(1);
     expect(result.stderr).toBe(
       'acquirer-gateway: policy refused:\ntest/fixtures/policies/unknown-permission.yaml:9:32: routes.0.permissions.1: unknown permission "things_write" (not in the catalogue)\n',
