@@ -1,8 +1,8 @@
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { loadPolicyOrThrow } from '../../src/config/load-policy.js';
 import type { CompiledPolicy } from '../../src/policy/compile.js';
+import { tempDir } from './temp-dir.js';
 
 export const SHIPPED_POLICY_FILE = 'policies/acquirer-api.yaml';
 
@@ -23,7 +23,7 @@ export function queryUncheckedPolicyFile(): string {
     const shipped = readFileSync(SHIPPED_POLICY_FILE, 'utf8');
     const text = shipped.replace(/^ +query: .*\n/gm, '');
     if (text === shipped) throw new Error('the shipped policy declares no query: nothing to remove');
-    queryUnchecked = path.join(mkdtempSync(path.join(os.tmpdir(), 'gw-policy-')), 'query-unchecked.yaml');
+    queryUnchecked = path.join(tempDir('gw-policy-'), 'query-unchecked.yaml');
     writeFileSync(queryUnchecked, text);
   }
   return queryUnchecked;

@@ -1,9 +1,8 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { closeSync, constants, openSync, readSync } from 'node:fs';
-import { mkdtemp } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { tempDir } from '../helpers/temp-dir.js';
 import { waitFor } from '../helpers/wait.js';
 
 /**
@@ -37,7 +36,7 @@ ${exit === 'natural' ? 'end();' : 'setTimeout(end, 50);'}
 
 /** A named pipe, read by hand: Node's own pipe stream would read it in 64 KiB gulps. */
 async function namedPipe(): Promise<{ readFd: number; writeFd: number }> {
-  const fifo = path.join(await mkdtemp(path.join(tmpdir(), 'log-stdout-')), 'stdout');
+  const fifo = path.join(tempDir('log-stdout-'), 'stdout');
   execFileSync('mkfifo', [fifo]);
   const readFd = openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK);
   const writeFd = openSync(fifo, constants.O_WRONLY);

@@ -1,12 +1,12 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { mkdtemp, open } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { open } from 'node:fs/promises';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { CLI } from '../helpers/cli.js';
 import { request } from '../helpers/http.js';
+import { tempDir } from '../helpers/temp-dir.js';
 import { waitFor } from '../helpers/wait.js';
 
 /**
@@ -161,7 +161,7 @@ describe('serve, held at start-up by a policy file that is a named pipe', () => 
    * and not yet running.
    */
   async function serveHeld() {
-    const fifo = path.join(await mkdtemp(path.join(tmpdir(), 'start-up-signals-')), 'policy.yaml');
+    const fifo = path.join(tempDir('start-up-signals-'), 'policy.yaml');
     execFileSync('mkfifo', [fifo]);
     const served = spawnServe({ POLICY_FILE: fifo });
     /** Resolves once the gateway has opened the FIFO to read it; closing the handle ends that read. */
@@ -227,7 +227,7 @@ describe('serve, held at start-up by a policy file that is a named pipe', () => 
    * changes and the whole process group gets a SIGHUP, as from a terminal. Resolves once the primary listens.
    */
   async function sighupWhileWorkersStart(hook: string, announces: string) {
-    const file = path.join(await mkdtemp(path.join(tmpdir(), 'start-up-signals-')), 'policy.yaml');
+    const file = path.join(tempDir('start-up-signals-'), 'policy.yaml');
     writeFileSync(file, policy);
     const out = spawnServe({ WORKERS: '2', POLICY_FILE: file, NODE_OPTIONS: hook }, { ownProcessGroup: true });
     await waitFor(() => out.stderr().split(announces).length - 1 === 3, { what: 'both workers to be listening', timeoutMs: 15_000 });

@@ -1,16 +1,16 @@
 import { execFileSync } from 'node:child_process';
-import { closeSync, constants, mkdtempSync, openSync, readSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { closeSync, constants, openSync, readSync } from 'node:fs';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { LogWriter, PIPE_BUF } from '../../src/log-writer.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 /**
  * A named pipe with both ends non-blocking: a full pipe refuses with EAGAIN instead of blocking a
  * thread, so the writer's retries, its flush timeout and a reader that goes away can all be seen.
  */
 function pipe(): { readFd: number; writeFd: number } {
-  const fifo = path.join(mkdtempSync(path.join(tmpdir(), 'log-writer-')), 'pipe');
+  const fifo = path.join(tempDir('log-writer-'), 'pipe');
   execFileSync('mkfifo', [fifo]);
   const readFd = openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK);
   const writeFd = openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK);
