@@ -18,6 +18,8 @@ import type { CompiledPolicy } from './policy/compile.js';
 import { COLLECT_EVERY_BYTES, youngCollector } from './proxy/streamed-memory.js';
 import { createUpstreamAgent } from './proxy/upstream-proxy.js';
 
+type RequestHandler = (req: http.IncomingMessage, res: http.ServerResponse) => void;
+
 /** Node's default is 30 s: HEADERS_TIMEOUT_MS and REQUEST_TIMEOUT_MS are enforced within this of their deadline. */
 const CONNECTIONS_CHECKING_INTERVAL_MS = 1_000;
 
@@ -196,14 +198,14 @@ export async function startGateway(config: Config, { logger, policy: initialPoli
    * connection stays open by whether the body has all arrived, which for a body in the same read as
    * its head Node tells only after this event.
    */
-  const whenAnswerable = (req: http.IncomingMessage, res: http.ServerResponse, handle: (req: http.IncomingMessage, res: http.ServerResponse) => void) => {
+  const whenAnswerable = (req: http.IncomingMessage, res: http.ServerResponse, handle: RequestHandler) => {
     if (res.socket === null) return void res.once('socket', () => whenAnswerable(req, res, handle));
     if (declaresBody(req.headers) && !req.complete) return void setImmediate(judgeUnlessRefused, req, res, handle);
     handle(req, res);
   };
   // A body that turned out malformed meanwhile has had its 400 from the parser (clientError), which
   // ended the connection: that was the request's answer, counted and logged once.
-  const judgeUnlessRefused = (req: http.IncomingMessage, res: http.ServerResponse, handle: (req: http.IncomingMessage, res: http.ServerResponse) => void) => {
+  const judgeUnlessRefused = (req: http.IncomingMessage, res: http.ServerResponse, handle: RequestHandler) => {
     if (!req.socket.writableEnded) handle(req, res);
   };
   // An Expect other than 100-continue: Node would answer an empty 417; nothing here takes a body anyway.
