@@ -91,6 +91,25 @@ function jsonString(text: string): string {
   return `"${text}"`;
 }
 
+/** The digits after the point of 0 to 999 thousandths, as JavaScript prints them: trailing zeros dropped. */
+const THOUSANDTHS = Array.from({ length: 1000 }, (_, i) => String(i).padStart(3, '0').replace(/0+$/, ''));
+const THOUSANDTHS_LIMIT = 2 ** 31;
+
+/**
+ * A number as JSON writes it. A whole number of thousandths (the access line's milliseconds) is
+ * written from its integer parts: V8's shortest-form printing of a fraction cost as much as the rest
+ * of the line's numbers together. Exact, not an approximation: two numbers of at most three decimals
+ * under 2^31 thousandths are further apart than any two doubles there, so the shortest text that
+ * reads back as `k / 1000` is the decimal itself.
+ */
+function jsonNumber(value: number): string {
+  if (Number.isInteger(value) || !Number.isFinite(value)) return Number.isFinite(value) ? String(value) : 'null';
+  const thousandths = Math.round(value * 1000);
+  if (thousandths / 1000 !== value || Math.abs(thousandths) >= THOUSANDTHS_LIMIT) return String(value);
+  const size = Math.abs(thousandths);
+  return `${thousandths < 0 ? '-' : ''}${Math.floor(size / 1000)}.${THOUSANDTHS[size % 1000]!}`;
+}
+
 /** A flat record's field name, quoted for JSON and checked against SECRET_FIELD once, not on every line. */
 type FieldName = { readonly quoted: string; readonly secret: boolean };
 const fieldNames = new Map<string, FieldName>();
@@ -119,7 +138,7 @@ function flatFields(record: FlatRecord): string {
     if (value === null) json = 'null';
     else if (field.secret) json = `"${CENSORED}"`;
     else if (typeof value === 'string') json = jsonString(redactSecrets(value));
-    else if (typeof value === 'number') json = Number.isFinite(value) ? String(value) : 'null';
+    else if (typeof value === 'number') json = jsonNumber(value);
     else json = value ? 'true' : 'false';
     text += text === '' ? field.quoted + json : `,${field.quoted}${json}`;
   }
