@@ -147,8 +147,13 @@ function flatFields(record: FlatRecord): string {
 
 /** How long a log line may wait in the buffer when traffic is too light to fill it. */
 const FLUSH_INTERVAL_MS = 200;
-/** Lines are written in blocks of at most this many bytes: atomic in a pipe shared by WORKERS. */
-const BLOCK_BYTES = PIPE_BUF;
+/**
+ * Lines are written in blocks of at most this many bytes, one system call each. A process alone on its
+ * stdout writes 64 KiB at a time (the size of a Linux pipe's buffer): a block of 4 KiB cost 0.5 µs
+ * more per line written to a pipe (bench/RESULTS.md, sixteenth session). With WORKERS above 1 the
+ * processes share stdout, and a block is at most PIPE_BUF, which a pipe takes atomically.
+ */
+const SOLE_WRITER_BLOCK_BYTES = 64 * 1024;
 /** UTF-8 takes at most this many bytes for one UTF-16 unit of a string. */
 const MAX_UTF8_PER_UNIT = 3;
 
@@ -160,17 +165,17 @@ const EXIT_WRITE_PATIENCE_MS = 5000;
 type LineSink = { write(text: string): unknown; flush?(done: (err?: Error) => void): void };
 
 /**
- * Standard output, in blocks: each line is encoded once, into a block of at most PIPE_BUF bytes,
+ * Standard output, in blocks: each line is encoded once, into a block of at most `blockBytes`,
  * and a full block is written with one system call (a write per line cost more than building the
  * line; gathered as strings and joined, the lines were copied three more times). The block is
  * written every 200 ms when traffic is too light to fill it, at exit, and on `flush()` (a process
  * about to end by a signal: signals.ts). A SIGKILL can lose what is still buffered: at most
  * 200 ms of lines.
  */
-function bufferedStdout(): LineSink {
+function bufferedStdout(blockBytes: number): LineSink {
   const writer = new LogWriter(STDOUT);
   // Written synchronously, or copied by the writer when refused: one block serves for ever.
-  const block = Buffer.allocUnsafeSlow(BLOCK_BYTES);
+  const block = Buffer.allocUnsafeSlow(blockBytes);
   let used = 0;
   const writeBlock = () => {
     if (used === 0) return void writer.retry();
@@ -191,11 +196,11 @@ function bufferedStdout(): LineSink {
     },
     write(line: string) {
       // The worst case first: counting the bytes exactly is only needed near the end of the block.
-      if (used + line.length * MAX_UTF8_PER_UNIT > BLOCK_BYTES) {
+      if (used + line.length * MAX_UTF8_PER_UNIT > blockBytes) {
         const bytes = Buffer.byteLength(line);
         // A line is never split between two blocks.
-        if (used + bytes > BLOCK_BYTES) writeBlock();
-        if (bytes > BLOCK_BYTES) {
+        if (used + bytes > blockBytes) writeBlock();
+        if (bytes > blockBytes) {
           writer.write(Buffer.from(line)); // a line of over 4 KiB (a long stack): on its own
           return true;
         }
@@ -212,11 +217,12 @@ const LEVEL_VALUES = { info: 30, warn: 40 } as const;
 /**
  * JSON lines on stdout. Secrets are removed three ways: known fields by name, every string field
  * (error messages and stacks included) by pattern, and the message itself by pattern, so a key pasted
- * into a URL or echoed by a library error never reaches a log.
+ * into a URL or echoed by a library error never reaches a log. `sharedStdout`: other processes write
+ * to the same stdout (WORKERS above 1), so blocks stay within PIPE_BUF and lines never mix.
  */
-export function createLogger(level = 'info', destination: LineSink | undefined = undefined, fields: Record<string, unknown> = {}): Logger {
+export function createLogger(level = 'info', destination: LineSink | undefined = undefined, fields: Record<string, unknown> = {}, { sharedStdout = false } = {}): Logger {
   const base = { service: 'acquirer-gateway', ...fields };
-  const sink = destination ?? bufferedStdout();
+  const sink = destination ?? bufferedStdout(sharedStdout ? PIPE_BUF : SOLE_WRITER_BLOCK_BYTES);
   const options = {
     level,
     base,

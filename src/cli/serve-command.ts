@@ -36,7 +36,7 @@ export async function serveCommand(args: string[], startUp: StartUpSignals): Pro
   }
   const clustered = config.workers > 1;
   // With several processes writing one stream, each line says which one wrote it.
-  const logger = createLogger(config.logLevel, undefined, clustered ? { pid: process.pid } : {});
+  const logger = createLogger(config.logLevel, undefined, clustered ? { pid: process.pid } : {}, { sharedStdout: clustered });
   // A fault in one request's handling is logged, never allowed to take every other request down.
   process.on('unhandledRejection', (reason) => logger.error({ err: reason }, 'unhandled rejection'));
   startUp.flushLogsWith(() => logger.flush());

@@ -6,8 +6,8 @@ import { tempDir } from '../helpers/temp-dir.js';
 import { waitFor } from '../helpers/wait.js';
 
 /**
- * The logger's own stdout: lines encoded into blocks of at most 4 KiB (PIPE_BUF), written
- * synchronously by a LogWriter. Run in a child process whose stdout is a pipe, as a gateway's is under a supervisor, so what is checked is the
+ * The logger's own stdout: lines encoded into blocks (64 KiB, or 4 KiB (PIPE_BUF) when processes
+ * share stdout), written synchronously by a LogWriter. Run in a child process whose stdout is a pipe, as a gateway's is under a supervisor, so what is checked is the
  * bytes that leave the process: every line whole, in order, across block boundaries, with characters
  * of every UTF-8 length, a line larger than a block, and what was still buffered at exit.
  */
@@ -16,13 +16,13 @@ const LOGGER = pathToFileURL(path.resolve('dist/logger.js')).href;
 type Exit = 'natural' | 'process.exit' | 'crash';
 
 /** Logs 3,002 lines (the first field says which process), says so on stderr, then ends as `exit` says. */
-const child = (exit: Exit, name = 'a', big = true, nonBlocking = false) => `
+const child = (exit: Exit, name = 'a', big = true, nonBlocking = false, shared = false) => `
 ${nonBlocking ? '// Node makes a pipe non-blocking once process.stdout is used (spawn makes it blocking).\nvoid process.stdout;' : ''}
 const { createLogger } = await import(${JSON.stringify(LOGGER)});
-const logger = createLogger('info', undefined, { p: ${JSON.stringify(name)} });
+const logger = createLogger('info', undefined, { p: ${JSON.stringify(name)} }, { sharedStdout: ${shared} });
 for (let i = 0; i < 3000; i++) {
   logger.flat('info', { i, note: i % 7 === 0 ? 'é€😀 ' + 'x'.repeat(i % 300) : 'plain ' + 'y'.repeat(i % 500) }, 'request');
-  if (i === 1500) logger.warn({ big: ${big ? "'z'.repeat(40000) + '€'" : "'z'"} }, 'a line larger than a block');
+  if (i === 1500) logger.warn({ big: ${big ? "'z'.repeat(70000) + '€'" : "'z'"} }, 'a line larger than a block');
 }
 const end = () => {
   logger.info('last line, still buffered when the process exits');
@@ -61,7 +61,7 @@ async function runChildren(
 ): Promise<Outcome[] & { stdout: string }> {
   const pipe = reader === 'slow' ? await namedPipe() : undefined;
   const out: Buffer[] = [];
-  const procs = names.map((name) => spawn(process.execPath, ['--input-type=module', '-e', child(exit, name, big, nonBlocking)], { stdio: ['ignore', pipe?.writeFd ?? 'pipe', 'pipe'] }));
+  const procs = names.map((name) => spawn(process.execPath, ['--input-type=module', '-e', child(exit, name, big, nonBlocking, names.length > 1)], { stdio: ['ignore', pipe?.writeFd ?? 'pipe', 'pipe'] }));
   if (pipe !== undefined) closeSync(pipe.writeFd);
   const stdoutDone = pipe === undefined ? Promise.resolve() : readSlowly(pipe.readFd, out, msPerKiB);
   const outcomes = procs.map(
@@ -108,7 +108,7 @@ async function readSlowly(fd: number, out: Buffer[], msPerKiB: number): Promise<
 const note = (i: number) => (i % 7 === 0 ? 'é€😀 ' + 'x'.repeat(i % 300) : 'plain ' + 'y'.repeat(i % 500));
 
 /** Every line of one child, whole and in order, the one larger than a block and the last included. */
-function expectEveryLine(lines: Record<string, unknown>[], big = 'z'.repeat(40000) + '€'): void {
+function expectEveryLine(lines: Record<string, unknown>[], big = 'z'.repeat(70000) + '€'): void {
   expect(lines).toHaveLength(3002);
   const requests = lines.filter((l) => l.msg === 'request');
   expect(requests.map((l) => l.i)).toEqual(Array.from({ length: 3000 }, (_, i) => i));
