@@ -106,6 +106,38 @@ describe('RedisKeyStore specifics', () => {
     await store.close();
   });
 
+  it('counts itself down as soon as a health-check PING times out, not once the hung connection has closed', async () => {
+    // A hung Redis (black-holed: sockets open and silent) is noticed only by the health check. The
+    // connection the PING timed out on is then closed, which a hung peer may take seconds to finish:
+    // the store is down from the timeout, not from the close.
+    const relay = await startTcpProxy(redis.url);
+    const health: boolean[] = [];
+    let healthWhenTimedOut: boolean | undefined;
+    const store = new RedisKeyStore({
+      url: relay.url,
+      prefix: `${redis.prefix}ping:`,
+      subscribe: true,
+      commandTimeoutMs: 200,
+      healthCheckIntervalMs: 100,
+      onError: (_err, context) => {
+        // Looked at once what the store does on the timeout has run, before any later event.
+        if (context === 'redis health check' && healthWhenTimedOut === undefined) setImmediate(() => (healthWhenTimedOut = health.at(-1)));
+      },
+    });
+    try {
+      store.watch((event) => {
+        if (event.type === 'health') health.push(event.healthy);
+      });
+      await waitFor(() => health.at(-1) === true, { what: 'the store to be up' });
+      relay.blackhole();
+      await waitFor(() => healthWhenTimedOut !== undefined, { what: 'a health-check PING to time out' });
+      expect(healthWhenTimedOut).toBe(false);
+    } finally {
+      await store.close();
+      await relay.close();
+    }
+  });
+
   it('lists every key it can read and reports the others, a value of another type included', async () => {
     const prefix = `${redis.prefix}list-corrupt:`;
     const store = await readyStore(prefix);
