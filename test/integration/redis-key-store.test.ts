@@ -1,3 +1,4 @@
+import { KeyResolver, KeyStoreUnavailableError } from '../../src/keys/key-resolver.js';
 import { RedisKeyStore } from '../../src/keys/redis-key-store.js';
 import { CorruptKeyRecordError } from '../../src/keys/key-store.js';
 import { keyStoreContract, newRecord } from '../helpers/key-store-contract.js';
@@ -135,6 +136,24 @@ describe('RedisKeyStore specifics', () => {
     } finally {
       await store.close();
       await relay.close();
+    }
+  });
+
+  it('with a resolver in front: a lookup that timed out in a stall, on connections that never dropped, is followed by the resolver\'s own until one succeeds', async () => {
+    // Redis paused (a slow fork, a long script): commands time out, but no connection drops and no
+    // health check runs here, so nothing but the resolver's own lookups can see that Redis answers again.
+    const store = new RedisKeyStore({ url: redis.url, prefix: `${redis.prefix}stall:`, subscribe: true, commandTimeoutMs: 200, healthCheckIntervalMs: 3_600_000 });
+    const resolver = new KeyResolver(store, { failureProbeIntervalMs: 100 });
+    try {
+      await waitFor(() => resolver.storeAvailable, { what: 'the store to be up' });
+      await redis.client.call('CLIENT', 'PAUSE', '600', 'ALL');
+      await expect(resolver.resolve('1'.repeat(64))).rejects.toBeInstanceOf(KeyStoreUnavailableError);
+      expect(resolver.storeAvailable).toBe(false);
+      // No lookup from here on but the resolver's.
+      await waitFor(() => resolver.storeAvailable, { what: 'the resolver to see Redis answer again', timeoutMs: 3000 });
+    } finally {
+      resolver.close();
+      await store.close();
     }
   });
 
