@@ -1,24 +1,19 @@
-import { randomUUID } from 'node:crypto';
 import http from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { createAdminServer, type ReadinessCheck } from './admin/admin-server.js';
 import { createApp } from './app.js';
 import { MAX_PIPELINED_REQUESTS, trackConnectionAnswers } from './connection-answers.js';
 import type { Config } from './config/env.js';
-import { cutConnection, sendError, sendRawError } from './errors/error-response.js';
 import { KeyResolver } from './keys/key-resolver.js';
 import type { KeyStore } from './keys/key-store.js';
 import { RedisKeyStore } from './keys/redis-key-store.js';
 import type { Logger } from './logger.js';
-import { addressText, peerAddress } from './net/client-address.js';
-import { declaresBody } from './net/request-body.js';
-import { createMetrics, methodLabel, UNMATCHED_ROUTE, type GatewayMetrics } from './observability/metrics.js';
-import { loggedPath } from './observability/request-observer.js';
+import { attachHttpEdge } from './http-edge.js';
+import { peerText } from './net/client-address.js';
+import { createMetrics, type GatewayMetrics } from './observability/metrics.js';
 import type { CompiledPolicy } from './policy/compile.js';
 import { COLLECT_EVERY_BYTES, youngCollector } from './proxy/streamed-memory.js';
 import { createUpstreamAgent } from './proxy/upstream-proxy.js';
-
-type RequestHandler = (req: http.IncomingMessage, res: http.ServerResponse) => void;
 
 /** Node's default is 30 s: HEADERS_TIMEOUT_MS and REQUEST_TIMEOUT_MS are enforced within this of their deadline. */
 const CONNECTIONS_CHECKING_INTERVAL_MS = 1_000;
@@ -112,11 +107,6 @@ export async function startGateway(config: Config, { logger, policy: initialPoli
   });
 
   let shuttingDown = false;
-  /** The socket's peer as logged, or null once the connection is gone. */
-  const peerText = (socket: Socket) => {
-    const peer = peerAddress(socket);
-    return peer === null ? null : addressText(peer);
-  };
   // Host is checked by the request guard, so that its refusal has the documented body.
   const server = http.createServer(
     {
@@ -142,96 +132,7 @@ export async function startGateway(config: Config, { logger, policy: initialPoli
   const answers = trackConnectionAnswers(server, (socket) =>
     logger.warn({ limit: MAX_PIPELINED_REQUESTS, client: peerText(socket) }, 'a connection pipelined more requests than the limit ahead of their answers: closed'),
   );
-  // CONNECT is never a route; without a listener Node would drop the connection without a word.
-  server.on('connect', (req: http.IncomingMessage, socket: Socket) => {
-    const requestId = randomUUID();
-    observeRefusal(400, 'BAD_REQUEST', requestId, socket, req);
-    sendRawError(socket, 400, requestId);
-  });
-  /**
-   * Requests refused before Express sees them are counted and logged like any other, with the access
-   * line's fields in its order: null for what was never known (no request parsed, no time taken),
-   * the client as the socket's peer.
-   */
-  const observeRefusal = (status: 400 | 431, code: 'BAD_REQUEST' | 'HEADERS_TOO_LARGE', requestId: string, socket: Socket, req?: http.IncomingMessage) => {
-    metrics.requests.inc({ route: UNMATCHED_ROUTE, method: methodLabel(req?.method), status: String(status) });
-    metrics.denials.inc({ reason: 'bad_request' });
-    logger.flat(
-      'info',
-      {
-        request_id: requestId,
-        method: req?.method ?? null,
-        path: req?.url === undefined ? null : loggedPath(req.url),
-        route: null,
-        status,
-        decision: 'bad_request',
-        code,
-        acquirer_id: null,
-        key_id: null,
-        client: peerText(socket),
-        duration_ms: null,
-        upstream_ms: null,
-        upstream_status: null,
-        completed: null,
-      },
-      'request',
-    );
-  };
-  server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
-    // A reset or timed-out socket has nobody to answer; anything else is a malformed request.
-    if (err.code === 'ECONNRESET' || err.code === 'ERR_HTTP_REQUEST_TIMEOUT') return void cutConnection(socket);
-    // Malformed bytes behind an answer still owed for an earlier request: written now, the error would
-    // go out in that answer's place (or inside its body). The connection is cut, unanswered, and a
-    // client that pipelines retries what was left (RFC 9112 §9.3.2).
-    if (answers.owesEarlierAnswer(socket as Socket)) return void cutConnection(socket);
-    const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
-    const requestId = randomUUID();
-    observeRefusal(status, status === 431 ? 'HEADERS_TOO_LARGE' : 'BAD_REQUEST', requestId, socket as Socket);
-    sendRawError(socket, status, requestId);
-  });
-  /**
-   * Runs `handle` once the request may be answered. A pipelined request waits until its answer has
-   * the connection: its head (its `Connection` among them) is then decided when it goes out, a drain
-   * included, and a proxied one holds a pooled upstream connection only while it can use it (one
-   * client could otherwise hold them all by pipelining downloads behind a slow one). A request that
-   * declares a body waits a turn of the loop: no route takes one, and the refusal says whether the
-   * connection stays open by whether the body has all arrived, which for a body in the same read as
-   * its head Node tells only after this event.
-   */
-  const whenAnswerable = (req: http.IncomingMessage, res: http.ServerResponse, handle: RequestHandler) => {
-    if (res.socket === null) return void res.once('socket', () => whenAnswerable(req, res, handle));
-    if (declaresBody(req.headers) && !req.complete) return void setImmediate(judgeUnlessRefused, req, res, handle);
-    handle(req, res);
-  };
-  // A body that turned out malformed meanwhile has had its 400 from the parser (clientError), which
-  // ended the connection: that was the request's answer, counted and logged once.
-  const judgeUnlessRefused = (req: http.IncomingMessage, res: http.ServerResponse, handle: RequestHandler) => {
-    if (!req.socket.writableEnded) handle(req, res);
-  };
-  // An Expect other than 100-continue: Node would answer an empty 417; nothing here takes a body anyway.
-  const refuseExpectation = (req: http.IncomingMessage, res: http.ServerResponse) => {
-    const requestId = randomUUID();
-    observeRefusal(400, 'BAD_REQUEST', requestId, req.socket, req);
-    sendError(res, 400, requestId);
-  };
-  server.on('checkExpectation', (req: http.IncomingMessage, res: http.ServerResponse) => {
-    if (answers.admit(req, res)) whenAnswerable(req, res, refuseExpectation);
-  });
-  // Expect: 100-continue: Node would send "100 Continue" at once, inviting the body of a request not
-  // yet judged (and that no route takes). Judged like any other, it gets its final answer instead,
-  // which RFC 9110 §10.1.1 allows: a refusal before the client sends what it was about to. One that
-  // declares no body gets its 100 still: it invites nothing, and without it Node closes the
-  // connection after the answer (the body might yet come), so a client that always asks reconnects.
-  server.on('checkContinue', (req: http.IncomingMessage, res: http.ServerResponse) => {
-    if (!declaresBody(req.headers)) res.writeContinue();
-    server.emit('request', req, res);
-  });
-  // The usual request (not pipelined, no body) is judged at once, without a closure.
-  server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
-    if (!answers.admit(req, res)) return;
-    if (res.socket === null || declaresBody(req.headers)) return void whenAnswerable(req, res, app);
-    app(req, res);
-  });
+  attachHttpEdge(server, { app, answers, metrics, logger });
 
   const readiness = (): ReadinessCheck => ({
     policy: 'ok',

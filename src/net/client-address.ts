@@ -27,6 +27,12 @@ export function addressText(address: IpAddress): string {
   return text;
 }
 
+/** The socket's peer as logs show it, or null once the connection is gone. */
+export function peerText(socket: Socket): string | null {
+  const peer = peerAddress(socket);
+  return peer === null ? null : addressText(peer);
+}
+
 /**
  * Decides who the client is. The socket peer, unless it is a trusted proxy: then X-Forwarded-For is
  * walked from the right, skipping trusted proxies, and the first other address is the client.
