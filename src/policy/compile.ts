@@ -1,6 +1,6 @@
 import { isErrorStatus, type ErrorStatus } from '../errors/codes.js';
 import { FORWARDED_REQUEST_HEADERS, neverForwarded } from '../proxy/forward-headers.js';
-import { mapUpstreamStatus } from '../proxy/map-upstream-status.js';
+import { mapUpstreamStatus, NEVER_PASSED_ON } from '../proxy/map-upstream-status.js';
 import { PARAM_TYPES, type ParamType, type ParamTypeName } from './param-types.js';
 import type { PolicyDocument } from './schema.js';
 import { compileTemplate, overlappingPath, TemplateError, type CompiledTemplate } from './template.js';
@@ -91,6 +91,13 @@ export function compilePolicy(doc: PolicyDocument, contentHash: string): Compile
   for (const [from, to] of Object.entries(doc.upstream_status_map)) {
     if (!isErrorStatus(to)) {
       problem(['upstream_status_map', from], `${to} is not a status the gateway has a documented body for`);
+      continue;
+    }
+    if (to === NEVER_PASSED_ON) {
+      problem(
+        ['upstream_status_map', from],
+        `${to} tells a client its own key is invalid, and the upstream never sees the client's key: map an upstream status to 502 instead`,
+      );
       continue;
     }
     upstreamStatusMap.set(Number(from), to);

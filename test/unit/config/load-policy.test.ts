@@ -143,6 +143,26 @@ routes:
     });
   });
 
+  it('a status map that would answer an upstream status with 401, which tells a client its key is invalid', () => {
+    const result = parsePolicy(
+      `version: 1
+acquirer_header: X-Tenant
+upstream_status_map:
+  401: 401
+  403: 404
+  404: 404
+permissions:
+  - { name: things_read, description: Read things }
+routes:
+  - { id: things, method: GET, path: /v1/things, permissions: [things_read] }
+`,
+      'inline.yaml',
+    );
+    expect(!result.ok && result.errors.map(formatPolicyError)).toEqual([
+      "inline.yaml:4:8: upstream_status_map.401: 401 tells a client its own key is invalid, and the upstream never sees the client's key: map an upstream status to 502 instead",
+    ]);
+  });
+
   it('two map keys that print alike, as 403 and "403" in the status map (the later would win)', () => {
     const result = parsePolicy(
       `version: 1
