@@ -209,8 +209,8 @@ export async function runPrimary(config: Config, logger: Logger, startUp: StartU
   const primaryOwn = createPrimaryMetrics();
   const metricsText = async () => {
     const fresh = new Set<Worker>();
-    for (const { worker, answer } of await askAll('metrics')) if (answer !== null && sums.answered(worker, answer.metrics!)) fresh.add(worker);
-    return AggregatorRegistry.aggregate([...(await sums.parts(fresh)), await primaryOwn.collect()]).metrics();
+    for (const { worker, answer } of await askAll('metrics')) if (answer !== null && sums.answered(worker, answer.metrics!, answer.id)) fresh.add(worker);
+    return (await sums.scrape(fresh, [await primaryOwn.collect()])).metrics();
   };
 
   const sendPolicy = (worker: Worker, { source }: LoadedPolicy) => worker.send({ tag: TAG, type: 'policy', file: config.policyFile, source, port } satisfies Message);

@@ -1,4 +1,4 @@
-import { AggregatorRegistry, type MetricObjectWithValues, type MetricValue } from 'prom-client';
+import { AggregatorRegistry, type MetricObjectWithValues, type MetricValue, type Registry } from 'prom-client';
 
 /** One process's metrics, as prom-client's `getMetricsAsJSON` gives them. */
 export type WorkerMetrics = MetricObjectWithValues<MetricValue<string>>[];
@@ -18,7 +18,10 @@ const monotonic = (metrics: WorkerMetrics): WorkerMetrics => metrics.filter((m) 
  * after its last answer is lost.
  */
 export class WorkerSums<W extends object> {
-  readonly #last = new Map<W, WorkerMetrics>();
+  /** Each live worker's newest answer, with the number of the question it answered (questions are numbered in the order asked). */
+  readonly #last = new Map<W, { readonly question: number; readonly metrics: WorkerMetrics }>();
+  /** Each counter and histogram series as last shown: never shown lower (see `scrape`). */
+  readonly #shown = new Map<string, number>();
   /** Workers retired: an answer of theirs that arrives later is already in `#retired`, as their last. */
   readonly #gone = new WeakSet<W>();
   #retired: Promise<WorkerMetrics> = Promise.resolve([]);
@@ -29,20 +32,22 @@ export class WorkerSums<W extends object> {
   }
 
   /**
-   * A worker's answer to a scrape. Returns false, and keeps nothing, for a worker already retired: it
-   * answered and then exited while the others were still answering, and its previous answer is in the
-   * retired sums; this one as well would count it twice.
+   * A worker's answer to a scrape's `question`. Returns false, and keeps nothing, for a worker already
+   * retired: it answered and then exited while the others were still answering, and its previous
+   * answer is in the retired sums; this one as well would count it twice. An answer to an earlier
+   * question than the one kept is not kept: two scrapes overlap when one waits for a worker that hangs,
+   * and the later one, finished first, has the newer answer.
    */
-  answered(worker: W, metrics: WorkerMetrics): boolean {
+  answered(worker: W, metrics: WorkerMetrics, question: number): boolean {
     if (this.#gone.has(worker)) return false;
-    this.#last.set(worker, metrics);
+    if ((this.#last.get(worker)?.question ?? -Infinity) < question) this.#last.set(worker, { question, metrics });
     return true;
   }
 
   /** A worker has died: its last counters and histograms stay in the sums for good. */
   retire(worker: W): void {
     this.#gone.add(worker);
-    const last = this.#last.get(worker);
+    const last = this.#last.get(worker)?.metrics;
     this.#last.delete(worker);
     if (last === undefined) return;
     this.#retired = this.#retired.then(async (sofar) => {
@@ -56,11 +61,32 @@ export class WorkerSums<W extends object> {
   }
 
   /**
-   * What to sum for one scrape: each live worker with an answer so far, in full if it answered this
-   * scrape (`fresh`) and by its counters and histograms if not, and the retired workers' sums.
+   * One scrape's sums, with `others` (the primary's own metrics) added: each live worker with an answer
+   * so far, in full if it answered this scrape (`fresh`) and by its counters and histograms if not,
+   * and the retired workers' sums. No counter or histogram series is shown below what an earlier
+   * scrape showed: when a worker retires its values join the retired sums, and fractions added in
+   * another order can come out a last digit lower ((0.1 + 0.2) + 0.3 is 0.6000000000000001,
+   * 0.1 + (0.3 + 0.2) is 0.6), which Prometheus would read as a counter reset.
    */
-  async parts(fresh: ReadonlySet<W>): Promise<WorkerMetrics[]> {
-    const current = [...this.#last].map(([worker, metrics]) => (fresh.has(worker) ? metrics : monotonic(metrics)));
-    return [...current, await this.#retired];
+  async scrape(fresh: ReadonlySet<W>, others: readonly WorkerMetrics[] = []): Promise<Registry> {
+    const current = [...this.#last].map(([worker, { metrics }]) => (fresh.has(worker) ? metrics : monotonic(metrics)));
+    const summed = (await AggregatorRegistry.aggregate([...current, await this.#retired, ...others]).getMetricsAsJSON()) as WorkerMetrics;
+    for (const metric of monotonic(summed)) {
+      for (const series of metric.values) {
+        const id = seriesId(metric.name, series);
+        const shown = this.#shown.get(id);
+        if (shown !== undefined && series.value < shown) (series as { value: number }).value = shown;
+        else this.#shown.set(id, series.value);
+      }
+    }
+    return AggregatorRegistry.aggregate([summed]);
   }
+}
+
+/** A series by its metric, its sample name (a histogram's `_bucket`, `_sum`, `_count`) and its labels, in any order. */
+function seriesId(metric: string, series: MetricValue<string>): string {
+  const labels = Object.entries(series.labels)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([name, value]) => `${name}=${JSON.stringify(value)}`);
+  return `${metric}\0${(series as { metricName?: string }).metricName ?? ''}\0${labels.join(',')}`;
 }

@@ -2,6 +2,10 @@ import fc from 'fast-check';
 import { AggregatorRegistry, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { WorkerSums, type WorkerMetrics } from '../../../src/observability/worker-sums.js';
 
+/** Questions are numbered in the order the primary asks them. */
+let questions = 0;
+const asked = () => ++questions;
+
 /** What a worker answers a scrape with: its requests counter, a duration histogram and a lag gauge. */
 async function answer(requests: number, lag: number): Promise<WorkerMetrics> {
   const registry = new Registry();
@@ -14,7 +18,7 @@ async function answer(requests: number, lag: number): Promise<WorkerMetrics> {
 
 /** The sums a scrape shows, as Prometheus reads them. */
 async function scrape(sums: WorkerSums<object>, fresh: readonly object[]) {
-  const text = await AggregatorRegistry.aggregate(await sums.parts(new Set(fresh))).metrics();
+  const text = await (await sums.scrape(new Set(fresh))).metrics();
   const value = (line: RegExp) => {
     const m = line.exec(text);
     return m === null ? undefined : Number(m[1]);
@@ -34,8 +38,8 @@ const noRetireError = (err: unknown) => {
 async function twoWorkersAnswered() {
   const sums = new WorkerSums<object>(noRetireError);
   const [a, b] = [{}, {}];
-  sums.answered(a, await answer(3, 0.25));
-  sums.answered(b, await answer(5, 0.5));
+  sums.answered(a, await answer(3, 0.25), asked());
+  sums.answered(b, await answer(5, 0.5), asked());
   return { sums, a, b };
 }
 
@@ -48,7 +52,7 @@ describe('the workers’ summed metrics', () => {
   it('counts a worker that did not answer by its last counters and histograms, and leaves out its gauge', async () => {
     const { sums, a, b } = await twoWorkersAnswered();
     await scrape(sums, [a, b]);
-    sums.answered(b, await answer(6, 0.5)); // a hangs this time
+    sums.answered(b, await answer(6, 0.5), asked()); // a hangs this time
     expect(await scrape(sums, [b])).toEqual({ requests: 9, observed: 9, lag: 0.5 });
   });
 
@@ -56,11 +60,11 @@ describe('the workers’ summed metrics', () => {
     const { sums, a, b } = await twoWorkersAnswered();
     await scrape(sums, [a, b]);
     sums.retire(a);
-    sums.answered(b, await answer(7, 0.5));
+    sums.answered(b, await answer(7, 0.5), asked());
     expect(await scrape(sums, [b])).toEqual({ requests: 10, observed: 10, lag: 0.5 });
     const c = {}; // its replacement
-    sums.answered(b, await answer(8, 0.5));
-    sums.answered(c, await answer(1, 0.125));
+    sums.answered(b, await answer(8, 0.5), asked());
+    sums.answered(c, await answer(1, 0.125), asked());
     expect(await scrape(sums, [b, c])).toEqual({ requests: 12, observed: 12, lag: 0.625 });
   });
 
@@ -71,12 +75,50 @@ describe('the workers’ summed metrics', () => {
     // then b answers; the primary reads the answers only now.
     const late = await answer(4, 0.25);
     sums.retire(a);
-    expect(sums.answered(a, late)).toBe(false);
-    sums.answered(b, await answer(6, 0.5));
+    expect(sums.answered(a, late, asked())).toBe(false);
+    sums.answered(b, await answer(6, 0.5), asked());
     expect(await scrape(sums, [a, b])).toEqual({ requests: 9, observed: 9, lag: 0.5 });
     // And it does not come back as a ghost in later scrapes.
-    sums.answered(b, await answer(7, 0.5));
+    sums.answered(b, await answer(7, 0.5), asked());
     expect(await scrape(sums, [b])).toEqual({ requests: 10, observed: 10, lag: 0.5 });
+  });
+
+  it('keeps the newer answer when two scrapes overlap and the earlier one finishes last', async () => {
+    const { sums, a, b } = await twoWorkersAnswered();
+    // Scrape X asks both; b hangs, so X waits. Scrape Y asks both later; a answers it at once (b is
+    // still hung), and Y is shown. Then X's answer from a, older than Y's, is read at last.
+    const forX = asked();
+    const forY = asked();
+    sums.answered(a, await answer(9, 0.25), forY);
+    expect(await scrape(sums, [a])).toEqual({ requests: 14, observed: 14, lag: 0.25 });
+    sums.answered(a, await answer(4, 0.25), forX);
+    expect(await scrape(sums, [a])).toEqual({ requests: 14, observed: 14, lag: 0.25 });
+    // a dies and a replacement c counts 3: a is in the sums by Y's answer (9), not X's (4).
+    sums.retire(a);
+    const c = {};
+    sums.answered(c, await answer(3, 0.125), asked());
+    sums.answered(b, await answer(5, 0.5), asked());
+    expect(await scrape(sums, [b, c])).toEqual({ requests: 17, observed: 17, lag: 0.625 });
+  });
+
+  it('never shows a fractional counter lower when a worker retires and its share is added in another order', async () => {
+    const seconds = async (value: number): Promise<WorkerMetrics> => {
+      const registry = new Registry();
+      new Counter({ name: 'cpu_seconds_total', help: 'h', registers: [registry] }).inc(value);
+      return (await registry.getMetricsAsJSON()) as WorkerMetrics;
+    };
+    const cpu = async (fresh: object[]) => Number(/^cpu_seconds_total (\S+)$/m.exec(await (await sums.scrape(new Set(fresh))).metrics())![1]);
+    const sums = new WorkerSums<object>(noRetireError);
+    const [a, b, c] = [{}, {}, {}];
+    sums.answered(c, await seconds(0.3), asked());
+    sums.retire(c);
+    sums.answered(a, await seconds(0.1), asked());
+    sums.answered(b, await seconds(0.2), asked());
+    const before = await cpu([a, b]);
+    expect(before).toBe(0.1 + 0.2 + 0.3); // 0.6000000000000001
+    sums.retire(b);
+    // Summed afresh it is 0.1 + (0.3 + 0.2), which is 0.6: shown as it was, not lower.
+    expect(await cpu([a])).toBe(before);
   });
 
   it('never goes backwards, and never counts more than the workers counted, whatever answers, hangs and deaths come', async () => {
@@ -97,7 +139,7 @@ describe('the workers’ summed metrics', () => {
           live.forEach((w, i) => ((w.counted += s.counted[i]!), (everCounted += s.counted[i]!)));
           const replies = await Promise.all(live.map((w, i) => (s.answers[i] ? answer(w.counted, 0) : null)));
           live.forEach((w, i) => s.dies[i] && sums.retire(w));
-          const fresh = live.filter((w, i) => replies[i] !== null && sums.answered(w, replies[i]!));
+          const fresh = live.filter((w, i) => replies[i] !== null && sums.answered(w, replies[i]!, asked()));
           const { requests = 0, observed = 0 } = await scrape(sums, fresh);
           expect(requests).toBe(observed);
           expect(requests).toBeGreaterThanOrEqual(shown);
