@@ -249,6 +249,9 @@ export async function runPrimary(config: Config, logger: Logger, startUp: StartU
    * unanswered (UnansweredQuestions) is killed, and replaced as any worker that dies.
    */
   const unanswered = new UnansweredQuestions<Worker>(Math.round(config.workerUnresponsiveMs / WATCH_EVERY_MS));
+  /** When each worker last answered the watch (performance.now()): a stuck one served until then. */
+  const lastAnswered = new Map<Worker, number>();
+  const killedStuck = new WeakSet<Worker>();
   let watching = false;
   const watch = setInterval(() => {
     if (phase !== 'running' || watching) return;
@@ -256,9 +259,12 @@ export async function runPrimary(config: Config, logger: Logger, startUp: StartU
     void askAll('readiness').then((answers) => {
       watching = false;
       if (phase !== 'running') return;
+      const now = performance.now();
+      for (const { worker, answer } of answers) if (answer !== null && !worker.isDead()) lastAnswered.set(worker, now);
       for (const worker of unanswered.record(answers.map(({ worker, answer }) => ({ worker, answered: answer !== null })))) {
         if (worker.isDead()) continue;
         logger.error({ worker_pid: worker.process.pid, unanswered: unanswered.allowed, every_ms: WATCH_EVERY_MS }, 'a worker stopped answering: killed, to be replaced');
+        killedStuck.add(worker);
         worker.process.kill('SIGKILL');
       }
     });
@@ -343,7 +349,9 @@ export async function runPrimary(config: Config, logger: Logger, startUp: StartU
 
   cluster.on('exit', (worker, code, signal) => {
     const listeningSince = workers.get(worker);
+    const answeredAt = lastAnswered.get(worker);
     workers.delete(worker);
+    lastAnswered.delete(worker);
     unanswered.forget(worker);
     sums.retire(worker);
     if (phase === 'stopping') {
@@ -377,8 +385,18 @@ export async function runPrimary(config: Config, logger: Logger, startUp: StartU
       replaceAfter(pauseMs, () => fork());
       return;
     }
-    const died = { worker_pid: worker.process.pid, code, signal, lived_ms: Math.round(performance.now() - listeningSince) };
-    const pauseMs = pacer.pauseAfter(died.lived_ms);
+    // One killed for not answering served until its last answer, not until the kill: with the default
+    // WORKER_UNRESPONSIVE_MS the kill alone comes about 10 s after a hang, which would pass a worker
+    // that hangs as soon as it starts for one that served, and replace it without a pause, for ever.
+    const servedUntil = killedStuck.has(worker) ? Math.max(answeredAt ?? listeningSince, listeningSince) : performance.now();
+    const died = {
+      worker_pid: worker.process.pid,
+      code,
+      signal,
+      lived_ms: Math.round(performance.now() - listeningSince),
+      ...(killedStuck.has(worker) ? { answered_for_ms: Math.round(servedUntil - listeningSince) } : {}),
+    };
+    const pauseMs = pacer.pauseAfter(Math.round(servedUntil - listeningSince));
     if (pauseMs > 0) logger.error({ ...died, pause_ms: pauseMs }, 'worker died soon after it started: replacing it after a pause');
     replaceAfter(pauseMs, () => {
       const replacement = fork();

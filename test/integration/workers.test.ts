@@ -453,6 +453,26 @@ if (cluster.isWorker && cluster.worker.id === 1) {
     }
   }, 30_000);
 
+  it('counts a worker that hung as soon as it started as a quick death, though the kill comes 10 s later', async () => {
+    // With the default WORKER_UNRESPONSIVE_MS the kill comes about 10 s after the hang: a worker that
+    // hangs at once (on a poisoned first request, say) must still be replaced after a pause, not
+    // straight away, or such workers are forked again and again with no pause at all.
+    const g = await startServe({ ...env, WORKERS: '2' });
+    const [victim] = workerPids(g) as [number, number];
+    try {
+      process.kill(victim, 'SIGSTOP');
+      const paused = await waitFor(
+        () => logEntries(g).find((e) => e.msg === 'worker died soon after it started: replacing it after a pause' && e.worker_pid === victim),
+        { timeoutMs: 20_000, what: 'the hung worker to be killed and its replacement paused' },
+      );
+      expect(paused).toMatchObject({ signal: 'SIGKILL', pause_ms: 1_000 });
+      expect(paused.answered_for_ms as number).toBeLessThan(paused.lived_ms as number);
+    } finally {
+      if (alive(victim)) process.kill(victim, 'SIGKILL');
+      await g.stop();
+    }
+  }, 30_000);
+
   it('while Redis is down, is not ready for the key store, and says every worker is there', async () => {
     const relay = await startTcpProxy(redis.url);
     const g = await startServe({ ...env, REDIS_URL: relay.url, WORKERS: '2' });
