@@ -1,5 +1,5 @@
 /** How an upstream request failed; a metric label, so a closed set. */
-export const UPSTREAM_ERROR_KINDS = ['refused', 'reset', 'timeout', 'unresolvable', 'protocol', 'stalled', 'other'] as const;
+export const UPSTREAM_ERROR_KINDS = ['refused', 'reset', 'timeout', 'pool_exhausted', 'unresolvable', 'protocol', 'stalled', 'other'] as const;
 export type UpstreamErrorKind = (typeof UPSTREAM_ERROR_KINDS)[number];
 
 /** A 101 Switching Protocols from the upstream: the gateway never forwards Upgrade, so it asked for none. */

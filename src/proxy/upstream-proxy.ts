@@ -34,6 +34,31 @@ export function createUpstreamAgent(target: string, maxSockets: number): http.Ag
   return new URL(target).protocol === 'https:' ? new https.Agent(options) : new http.Agent(options);
 }
 
+/**
+ * On the headers handed to httpxy, which copies them with an object spread (symbols included) into
+ * the options Node gives the agent, and never sent (Node sends string names only): the exchange the
+ * upstream request belongs to.
+ */
+const EXCHANGE = Symbol('the exchange an upstream request belongs to');
+type AgentWithQueue = http.Agent & { addRequest(req: ClientRequest, options: { headers?: Record<PropertyKey, unknown> }): void };
+
+/**
+ * Links each upstream request to its exchange as soon as it is made. httpxy names it (`proxyReq`)
+ * only once it has a connection, and with every pooled connection busy it waits in the agent's
+ * queue: at its deadline it could not be cancelled there, and when a connection came free it was
+ * handed that connection, then destroyed with it, one healthy connection lost per request that had
+ * timed out. Cancelled while it waits, Node gives the connection back to the pool instead.
+ */
+function linkRequestsToExchanges(agent: http.Agent): void {
+  const queued = agent as AgentWithQueue;
+  const addRequest = queued.addRequest;
+  queued.addRequest = function (req, options) {
+    const exchange = options.headers?.[EXCHANGE] as InFlight | undefined;
+    if (exchange !== undefined) exchange.proxyReq = req;
+    addRequest.call(this, req, options);
+  };
+}
+
 /** One upstream exchange, kept on `res.locals.upstream` (a WeakMap would cost the collector per request). */
 export interface InFlight {
   /** The exchange's one timer: the deadline for the upstream's headers, then the stall watch (watchExchange). */
@@ -120,6 +145,7 @@ function discard(body: IncomingMessage): void {
  * error statuses, failures and timeouts become documented gateway errors.
  */
 export function createUpstreamProxy(options: UpstreamProxyOptions): RequestHandler {
+  linkRequestsToExchanges(options.agent);
   const watchStreamedBody = options.collectYoung === undefined ? undefined : createStreamedMemory(options.collectYoung);
   // Parsed once. Host names the upstream, whatever the client sent; set with the other headers (httpxy's
   // changeOrigin would work it out again on every request).
@@ -159,7 +185,8 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): RequestHandl
     if (!state.answered) {
       if (now - state.startedAt < options.timeoutMs) return void state.timer?.refresh();
       state.answered = true;
-      res.locals.upstreamErrorKind = 'timeout';
+      // Without a connection yet, it waited for one of the pool's: the upstream never saw it.
+      res.locals.upstreamErrorKind = state.proxyReq !== undefined && !state.proxyReq.socket ? 'pool_exhausted' : 'timeout';
       state.proxyReq?.destroy();
       fail(res, 'UPSTREAM_TIMEOUT');
       return;
@@ -198,7 +225,7 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): RequestHandl
         socket.destroy();
         onProxyError(new UnexpectedUpgradeError(), req, res);
       });
-      // The deadline may have passed while the request waited for a pooled socket.
+      // Answered meanwhile (a request cancelled in the agent's queue never gets here: linkRequestsToExchanges).
       if (state.answered) proxyReq.destroy();
     });
 
@@ -316,10 +343,11 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): RequestHandl
     // connection: nothing to forward on its behalf.
     if (req.socket.destroyed) return;
     const { policy, key, requestId } = res.locals;
+    const state: InFlight = { timer: undefined, startedAt: performance.now(), written: 0, quietSince: 0, proxyReq: undefined, proxyRes: undefined, answered: false, bytesReadAtStart: 0, retried: false, next };
     const headers = buildUpstreamHeaders(req.headers, policy.acquirerHeader, key!.acquirerId, requestId);
     headers.host = upstreamHost;
+    (headers as Record<PropertyKey, unknown>)[EXCHANGE] = state;
     req.headers = headers as typeof req.headers;
-    const state: InFlight = { timer: undefined, startedAt: performance.now(), written: 0, quietSince: 0, proxyReq: undefined, proxyRes: undefined, answered: false, bytesReadAtStart: 0, retried: false, next };
     state.timer = setTimeout(() => watchExchange(state, res), periodMs);
     res.locals.upstream = state;
     // A client that goes away takes its upstream request with it (httpxy destroys proxyReq on close).

@@ -481,3 +481,42 @@ it('a body cut mid-way closes the connection, and an answer already sent on it a
   expect(second.length).toBeLessThan(1000);
   expect(second).toMatch(/^HTTP\/1\.1 200 OK\r\n[\s\S]*transfer-encoding: chunked\r\n\r\n5\r\nhello\r\n$/i);
 });
+
+it('a request that timed out waiting for a pooled connection gives it back: the connection is kept and reused', async () => {
+  // One pooled connection, held by an answer whose body goes on past the deadline of a second request
+  // queued behind it (its headers come at once, within its own deadline).
+  let connections = 0;
+  const seen: string[] = [];
+  let release: (() => void) | undefined;
+  const upstream = http.createServer((req, res) => {
+    seen.push(req.url!);
+    res.writeHead(200, { 'content-type': 'application/json' });
+    if (!req.url!.includes('hold')) return void res.end('{"eod_statements":[]}');
+    res.write('{"eod_statements":');
+    release = () => res.end('[]}');
+  });
+  upstream.on('connection', () => connections++);
+  await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', () => resolve()));
+  const env = { REDIS_URL: redis.url, REDIS_KEY_PREFIX: redis.prefix, POLICY_FILE: queryUncheckedPolicyFile() };
+  const g = await startServe({ ...env, UPSTREAM_URL: `http://127.0.0.1:${(upstream.address() as net.AddressInfo).port}`, UPSTREAM_MAX_SOCKETS: '1', UPSTREAM_TIMEOUT_MS: '600' });
+  try {
+    const held = request(g.url, `${LIST}?hold=1`, bearer(key));
+    await waitFor(() => release, { what: 'the upstream to hold the first request' });
+    const queued = await request(g.url, `${LIST}?queued=1`, bearer(key));
+    expect({ status: queued.status, body: queued.body.toString() }).toEqual({ status: 504, body: '{"message":"Gateway timeout"}' });
+    release!();
+    expect(await held).toMatchObject({ status: 200, body: Buffer.from('{"eod_statements":[]}') });
+    const next = await request(g.url, `${LIST}?next=1`, bearer(key));
+    expect(next.status).toBe(200);
+    // The queued request never reached the upstream, and the one connection served both of the others.
+    expect(seen).toEqual([`${LIST}?hold=1`, `${LIST}?next=1`]);
+    expect(connections).toBe(1);
+    const metrics = (await request(g.adminUrl, '/metrics')).body.toString();
+    expect(metrics).toMatch(/^acquirer_gateway_upstream_errors_total\{kind="pool_exhausted"\} 1$/m);
+    expect(metrics).toMatch(/^acquirer_gateway_upstream_errors_total\{kind="timeout"\} 0$/m);
+  } finally {
+    await g.stop();
+    upstream.closeAllConnections();
+    await new Promise((resolve) => upstream.close(resolve));
+  }
+});

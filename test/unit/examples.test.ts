@@ -50,7 +50,7 @@ describe('examples/', () => {
     const selectors = rules.flatMap((r: { expr: string }) => [...r.expr.matchAll(/increase\((acquirer_gateway_[a-z0-9_]+)(\{[^}]*\})?\[/g)].map((m) => `${m[1]}${m[2] ?? ''}`));
     expect(selectors).toEqual(['acquirer_gateway_policy_reloads_total{result="failure"}']);
     for (const selector of selectors) expect(text.split('\n')).toContain(`${selector} 0`);
-    for (const kind of ['refused', 'reset', 'timeout', 'unresolvable', 'protocol', 'stalled', 'other']) {
+    for (const kind of ['refused', 'reset', 'timeout', 'pool_exhausted', 'unresolvable', 'protocol', 'stalled', 'other']) {
       expect(text.split('\n')).toContain(`acquirer_gateway_upstream_errors_total{kind="${kind}"} 0`);
     }
   });
