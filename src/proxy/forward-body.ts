@@ -1,7 +1,7 @@
 import type { Readable } from 'node:stream';
 
 /** The side an answer goes to: a ServerResponse, or any writable stream. */
-export type BodySink = Pick<NodeJS.WritableStream, 'write' | 'end' | 'on'>;
+export type BodySink = Pick<NodeJS.WritableStream, 'write' | 'end' | 'on'> & { readonly destroyed: boolean };
 
 /**
  * Passes the upstream's body to the client as it arrives, and holds the upstream back while the
@@ -19,5 +19,9 @@ export function forwardBody(body: Readable, res: BodySink): void {
     // Made once, at the first full connection: a small answer never fills one.
     if (resume === undefined) res.on('drain', (resume = () => body.resume()));
   });
-  body.on('end', () => res.end());
+  // Not once the answer was cut: an upstream that reset a body framed by its connection alone has
+  // its body ended there by Node's parser, and an end after the cut would count the answer as whole.
+  body.on('end', () => {
+    if (!res.destroyed) res.end();
+  });
 }

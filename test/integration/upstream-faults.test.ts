@@ -91,6 +91,10 @@ function faultyUpstream(): net.Server {
           return void socket.end('HTTP/1.1 200 OK\r\nContent-Type: text/csv\r\nTransfer-Encoding: gzip, chunked\r\n\r\n4\r\n\x1f\x8b\x08\x00\r\n0\r\n\r\n');
         case 'big':
           return void socket.end(`HTTP/1.1 200 OK\r\nContent-Type: text/csv\r\nContent-Length: ${BIG_BYTES}\r\n\r\n${'x'.repeat(BIG_BYTES)}`);
+        case 'reset-unframed':
+          // A body framed by the connection alone, then a reset mid-way: not its end, though Node's parser ends the body there.
+          socket.write('HTTP/1.1 200 OK\r\nContent-Type: text/csv\r\nConnection: close\r\n\r\nhello');
+          return void setImmediate(() => socket.resetAndDestroy());
         case 'cut-chunked':
           // Chunks, then the connection dropped mid-body.
           socket.write('HTTP/1.1 200 OK\r\nContent-Type: text/csv\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n');
@@ -452,11 +456,15 @@ describe('an HTTP/1.0 client, whose answer without a length ends when the connec
 
   it.each([
     ['cut by the upstream', 'cut-chunked'],
+    ['framed by the connection and reset by the upstream', 'reset-unframed'],
     ['stalled upstream, cut by the gateway', 'slow-stream&stall=http10'],
-  ])('sees a body %s as a reset, never as a clean end', async (_name, mode) => {
+  ])('sees a body %s as a reset, never as a clean end, and the access line says so', async (_name, mode) => {
     const { received, ending } = await http10(`${LIST}?mode=${mode}`);
     expect(ending).toBe('ECONNRESET');
     expect(received).not.toMatch(/^content-length:/im);
+    const entries = () => gateway.logLines.map((l) => JSON.parse(l) as Record<string, unknown>);
+    const line = await waitFor(() => entries().find((e) => e.msg === 'request' && e.path === `${LIST}?mode=${mode}`), { what: 'the access line' });
+    expect(line).toMatchObject({ level: 40, status: 200, decision: 'aborted', completed: false });
   });
 });
 
