@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
+import { isIP } from 'node:net';
 
 /** Hop-by-hop headers (RFC 9110 §7.6.1) and their common non-standard relatives. */
 export const HOP_BY_HOP = new Set([
@@ -235,10 +236,22 @@ export function upstreamAddress(url: string | URL): UpstreamAddress {
   // An IPv6 address is searched for without its brackets: `::1` as written in a URL and in prose.
   const name = parsed.hostname.replace(/^\[(.*)\]$/, '$1');
   const literal = name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-  // Not after a name's character or dot; not before one, nor before a dot that another label follows
-  // (a trailing dot, `legacy.`, is the same name).
-  return { origin: parsed.origin, host: new RegExp(`(?<![A-Za-z0-9_.-])${literal}(?![A-Za-z0-9_-]|\\.[A-Za-z0-9_-])`, 'i') };
+  const bounds = HOST_BOUNDS[isIP(name)]!;
+  return { origin: parsed.origin, host: new RegExp(`(?<!${bounds.before})${literal}(?!${bounds.after})`, 'i') };
 }
+
+/**
+ * What may not come right before and after the upstream's host for a match, by `isIP`: a name is a
+ * whole name, not inside another (`legacy-files`, `old.legacy`), and a trailing dot (`legacy.`) is the
+ * same name. An address is one wherever it stands between other characters (`from-10.0.0.5.csv`,
+ * `10.0.0.5.nip.io` both show it), unless it is part of a longer number (`110.0.0.5`, `10.0.0.50`,
+ * `fd00::50`).
+ */
+const HOST_BOUNDS: Readonly<Record<number, { readonly before: string; readonly after: string }>> = {
+  0: { before: '[A-Za-z0-9_.-]', after: '[A-Za-z0-9_-]|\\.[A-Za-z0-9_-]' },
+  4: { before: '[0-9]|[0-9]\\.', after: '[0-9]|\\.[0-9]' },
+  6: { before: '[0-9A-Fa-f:]', after: '[0-9A-Fa-f:]|\\.[0-9]' },
+};
 
 /**
  * A URL on the upstream's own origin, made relative (`/path?query#fragment`): the client resolves it

@@ -203,7 +203,8 @@ describe('buildClientHeaders', () => {
     ['https://sso.example/login?service=http%3A%2F%2F10.0.0.5%3A8080%2Fcb', undefined],
     // Other hosts that merely begin like it, and URLs elsewhere: passed as they are.
     ['http://10.0.0.50:8080/a', 'http://10.0.0.50:8080/a'],
-    ['http://10.0.0.5.nip.io/a', 'http://10.0.0.5.nip.io/a'],
+    // A name that holds the address shows it all the same: not passed.
+    ['http://10.0.0.5.nip.io/a', undefined],
     ['https://storage.example/eod/abc.csv', 'https://storage.example/eod/abc.csv'],
     ['/already/relative', '/already/relative'],
     // Scheme-relative, on the upstream's authority.
@@ -256,6 +257,16 @@ describe('buildClientHeaders', () => {
     // An IPv6 upstream is searched for as it is written in prose and in URLs.
     const v6 = upstreamAddress('http://[fd00::5]:8080');
     expect(buildClientHeaders(200, { 'content-location': 'http://[fd00::5]:9090/x', 'content-disposition': 'fd00::5', link: '<fd00::50>' }, 'r', v6, ACQ)).toEqual({ link: '<fd00::50>', 'x-request-id': 'r' });
+    expect(buildClientHeaders(200, { 'content-disposition': 'attachment; filename="db_fd00::5.csv"' }, 'r', v6, ACQ)).toEqual({ 'x-request-id': 'r' });
+    // An address between a name's characters is still the address, plain or percent-encoded.
+    for (const disposition of ['attachment; filename="from-10.0.0.5.csv"', "attachment; filename*=UTF-8''db%2D10%2E0%2E0%2E5.csv", 'attachment; filename="db_10.0.0.5_x.csv"']) {
+      expect(buildClientHeaders(200, { 'content-disposition': disposition }, 'r', ORIGIN, ACQ)).toEqual({ 'x-request-id': 'r' });
+    }
+    // Part of a longer number it is another address: passed.
+    expect(buildClientHeaders(200, { 'content-disposition': 'attachment; filename="1.10.0.0.5-and-10.0.0.5.1.csv"' }, 'r', ORIGIN, ACQ)).toEqual({
+      'content-disposition': 'attachment; filename="1.10.0.0.5-and-10.0.0.5.1.csv"',
+      'x-request-id': 'r',
+    });
   });
 
   it('drops a Content-Location, Refresh, Link or Location that still names the upstream once rewritten', () => {
