@@ -317,10 +317,11 @@ function namesUpstream(text: string, host: RegExp): boolean {
 /**
  * A redirect's body is not passed on. It is for a human who did not follow the redirect, and it
  * repeats the Location as it was written, absolute on the upstream's origin when the upstream builds
- * it from the Host it was sent (Rails' `redirect_to` does). Its own headers go with it.
+ * it from the Host it was sent (Rails' `redirect_to` does). Its own headers go with it. Nor is a 205's:
+ * it has none (RFC 9110 §15.3.6), and a client may read it so, whatever its Content-Length says.
  */
 export function hasDroppedBody(status: number): boolean {
-  return status >= 300 && status < 400 && status !== 304;
+  return (status >= 300 && status < 400 && status !== 304) || status === 205;
 }
 const DROPPED_BODY_HEADERS = new Set(['content-length', 'content-type', 'content-encoding']);
 

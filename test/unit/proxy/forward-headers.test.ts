@@ -280,6 +280,10 @@ describe('buildClientHeaders', () => {
     expect(headers).toEqual({ 'content-length': '0', 'x-request-id': 'r' });
   });
 
+  it('a 205 answers without a body: its length is 0 and its content headers go', () => {
+    expect(buildClientHeaders(205, { 'content-type': 'text/plain', 'content-length': '6', etag: '"e"' }, 'r', ORIGIN, ACQ)).toEqual({ etag: '"e"', 'content-length': '0', 'x-request-id': 'r' });
+  });
+
   it.each([300, 301, 302, 303, 307, 308])('a %i answers without a body: its length is 0 and its content headers go', (status) => {
     expect(buildClientHeaders(status, { location: '/a', 'content-type': 'text/html', 'content-length': '120', 'content-encoding': 'gzip', etag: '"e"' }, 'r', ORIGIN, ACQ)).toEqual({
       location: '/a',
