@@ -251,6 +251,8 @@ export async function runPrimary(config: Config, logger: Logger, startUp: StartU
   const unanswered = new UnansweredQuestions<Worker>(Math.round(config.workerUnresponsiveMs / WATCH_EVERY_MS));
   /** When each worker last answered the watch (performance.now()): a stuck one served until then. */
   const lastAnswered = new Map<Worker, number>();
+  /** The workers forked at start-up, whose failure to start fails the start (listening()). */
+  const firstWorkers = new WeakSet<Worker>();
   const killedStuck = new WeakSet<Worker>();
   let watching = false;
   const watch = setInterval(() => {
@@ -369,13 +371,15 @@ export async function runPrimary(config: Config, logger: Logger, startUp: StartU
       pausedReplacements.add(timer);
     };
     if (listeningSince === undefined) {
-      // At start-up, listening() reports it.
-      if (phase !== 'running') return;
+      // One of the first workers: listening() reports it, and the start fails.
+      if (firstWorkers.has(worker)) return;
       const failed = { worker_pid: worker.process.pid, code, signal };
       // A replacement that cannot start is tried again after a growing pause while other workers
-      // serve; with none left there is nothing to keep, and the gateway stops.
+      // serve; with none left there is nothing to keep, and the gateway stops. (A replacement for one
+      // of the first workers that died while the others were still starting is tried again as well:
+      // they may yet start.)
       const serving = [...workers.values()].filter((since) => since !== undefined).length;
-      if (serving === 0) {
+      if (serving === 0 && phase === 'running') {
         logger.fatal(failed, 'a replacement worker could not start and no worker is serving: stopping');
         void stop('worker could not start', 1);
         return;
@@ -417,6 +421,7 @@ export async function runPrimary(config: Config, logger: Logger, startUp: StartU
   if (config.policyWatch) policyFile.watch();
 
   const first = Array.from({ length: config.workers }, fork);
+  for (const worker of first) firstWorkers.add(worker);
   try {
     await Promise.all(first.map(listening));
   } catch (err) {

@@ -49,8 +49,10 @@ export interface ServeProcess {
 /**
  * `viaShebang`: run dist/cli.js itself, as the installed command and the image do, with its node flags.
  * `script`: a script run by node in its place, which runs the CLI in turn (test/fixtures/*.mjs).
+ * `listeningLine`: the log line waited for (with WORKERS, `worker listening` is the first worker's,
+ * which carries the port but no admin port).
  */
-export async function startServe(env: Record<string, string>, { viaShebang = false, script = CLI } = {}): Promise<ServeProcess> {
+export async function startServe(env: Record<string, string>, { viaShebang = false, script = CLI, listeningLine = 'listening' } = {}): Promise<ServeProcess> {
   const child = spawn(viaShebang ? CLI : process.execPath, viaShebang ? ['serve'] : [script, 'serve'], {
     env: { PATH: process.env.PATH, PORT: '0', HOST: '127.0.0.1', ADMIN_PORT: '0', LOG_LEVEL: 'info', ...env },
   });
@@ -70,7 +72,7 @@ export async function startServe(env: Record<string, string>, { viaShebang = fal
       if (child.exitCode !== null) throw new Error(`serve exited with ${child.exitCode}: ${stderr}`);
       for (const line of logLines) {
         const entry = JSON.parse(line) as { msg?: string; port: number; admin_port: number };
-        if (entry.msg === 'listening') return entry;
+        if (entry.msg === listeningLine) return entry;
       }
       return undefined;
     },

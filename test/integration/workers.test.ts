@@ -369,6 +369,31 @@ if (cluster.isWorker && cluster.worker.id === 1) {
     }
   }, 60_000);
 
+  it('tries again a replacement that fails while the first workers are still starting', async () => {
+    // Worker 1 listens and dies while worker 2 is held back; its replacements cannot start until the
+    // gate opens. Once worker 2 starts, the gateway runs, and a replacement must come with it: not one
+    // worker short for good, never ready.
+    const dir = tempDir();
+    const [gate, hold] = [path.join(dir, 'closed'), path.join(dir, 'held')];
+    writeFileSync(gate, '');
+    writeFileSync(hold, '');
+    const g = await startServe(
+      { ...env, WORKERS: '2', WORKER_GATE: gate, WORKER_GATE_FROM_ID: '3', WORKER_HOLD: hold },
+      { script: 'test/fixtures/gated-serve.mjs', listeningLine: 'worker listening' },
+    );
+    try {
+      const first = logEntries(g).find((e) => e.msg === 'worker listening')!.pid as number;
+      process.kill(first, 'SIGKILL');
+      await waitFor(() => logEntries(g).find((e) => (e.msg as string).startsWith('a replacement worker could not start')), { timeoutMs: 10_000, what: 'a replacement to fail while the start goes on' });
+      rmSync(gate);
+      rmSync(hold);
+      const listening = await waitFor(() => logEntries(g).find((e) => e.msg === 'listening'), { timeoutMs: 10_000, what: 'the gateway to run' });
+      await waitFor(async () => (await request(`http://127.0.0.1:${listening.admin_port as number}`, '/readyz')).status === 200, { timeoutMs: 15_000, what: 'every worker to be there' });
+    } finally {
+      expect(await g.stop()).toBe(0);
+    }
+  }, 60_000);
+
   it('kills a replacement stuck before it listens, and tries again until one starts', async () => {
     const { key } = await createKey(env, { acquirer: 'acq_workers', permissions: ['eod_list', 'eod_read'] });
     const gate = path.join(tempDir(), 'closed');
