@@ -54,7 +54,13 @@ function linkRequestsToExchanges(agent: http.Agent): void {
   const addRequest = queued.addRequest;
   queued.addRequest = function (req, options) {
     const exchange = options.headers?.[EXCHANGE] as InFlight | undefined;
-    if (exchange !== undefined) exchange.proxyReq = req;
+    if (exchange !== undefined) {
+      exchange.proxyReq = req;
+      // The agent keeps the options of the request that opened a connection for the connection's
+      // life: left on them, the link would keep that first exchange (its request and response) in
+      // memory as long. (httpxy's copy of the headers; a second attempt finds it on req.headers.)
+      delete options.headers![EXCHANGE];
+    }
     addRequest.call(this, req, options);
   };
 }

@@ -1,10 +1,13 @@
 import http from 'node:http';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
 import nock from 'nock';
 import request from 'supertest';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { STATEMENT_ID } from '../helpers/policy.js';
+import { waitFor } from '../helpers/wait.js';
 
 const UPSTREAM = 'http://statements.test';
 const LIST = '/v1/acquirer/eod_statements';
@@ -117,6 +120,41 @@ describe('proxying an allowed request (nock upstream)', () => {
       expect(seen).toEqual({ url: `${LIST}?page=2`, host: `[::1]:${port}`, acquirer: 'acq_6' });
     } finally {
       v6.close();
+      upstream.closeAllConnections();
+      await new Promise((resolve) => upstream.close(resolve));
+    }
+  });
+});
+
+describe('memory', () => {
+  it('a finished exchange is not kept alive by the pooled upstream connection it opened', async () => {
+    // The agent keeps the options of the request that opened a connection for as long as the
+    // connection lives: nothing of the exchange may hang on them.
+    setFlagsFromString('--expose-gc');
+    const collect = runInNewContext('gc') as () => void;
+    const upstream = http.createServer((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{"eod_statements":[]}'));
+    await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
+    const app = await createTestApp({ upstreamUrl: `http://127.0.0.1:${(upstream.address() as AddressInfo).port}` });
+    const responses: WeakRef<object>[] = [];
+    const server = http.createServer((req, res) => {
+      responses.push(new WeakRef(res));
+      app.app(req, res);
+    });
+    try {
+      const { key: own } = await app.addKey({ acquirer_id: 'acq_mem' });
+      for (let i = 0; i < 3; i++) {
+        const res = await request(server).get(LIST).set('Authorization', `Bearer ${own}`);
+        expect(res.status).toBe(200);
+      }
+      // Every client connection is closed (supertest's own); the upstream connection stays pooled.
+      await waitFor(async () => {
+        collect();
+        await new Promise((resolve) => setImmediate(resolve));
+        return responses.every((r) => r.deref() === undefined);
+      }, { what: 'every finished response to be collected', timeoutMs: 3000 });
+    } finally {
+      app.close();
+      server.close();
       upstream.closeAllConnections();
       await new Promise((resolve) => upstream.close(resolve));
     }
