@@ -100,6 +100,10 @@ export function compilePolicy(doc: PolicyDocument, contentHash: string): Compile
       );
       continue;
     }
+    if (Number(from) === NEVER_PASSED_ON && to !== 502) {
+      problem(['upstream_status_map', from], `an upstream ${from} is always answered 502 (it is about the gateway's own standing upstream, never the client's key)`);
+      continue;
+    }
     upstreamStatusMap.set(Number(from), to);
   }
   // The API document (section 7, rule 3): another acquirer's resource answers exactly as a missing one.

@@ -51,7 +51,7 @@ export const policySchema = z.strictObject({
     .record(z.string().regex(/^[45][0-9]{2}$/, 'must be an HTTP status from 400 to 599'), z.number().int())
     // Without one, an upstream 403 (another acquirer's) answers as a 404 (none), as the API document requires.
     .default({ '403': 404, '404': 404 })
-    .describe('Upstream status → status the gateway answers with (documented body); default 403 → 404, 404 → 404. An upstream 403 and 404 must answer alike; nothing maps to 401, and an upstream 401 answers 502 whatever is listed.'),
+    .describe('Upstream status → status the gateway answers with (documented body); default 403 → 404, 404 → 404. An upstream 403 and 404 must answer alike; nothing maps to 401, and an upstream 401 is 502 (listed or not, never anything else).'),
   permissions: z.array(permissionSchema).min(1).describe('The permission catalogue.'),
   routes: z.array(routeSchema).min(1).describe('The routes; anything else is 404.'),
 });

@@ -143,12 +143,13 @@ routes:
     });
   });
 
-  it('a status map that would answer an upstream status with 401, which tells a client its key is invalid', () => {
+  it('a status map that would answer an upstream status with 401, or an upstream 401 with anything but 502', () => {
     const result = parsePolicy(
       `version: 1
 acquirer_header: X-Tenant
 upstream_status_map:
-  401: 401
+  500: 401
+  401: 503
   403: 404
   404: 404
 permissions:
@@ -159,7 +160,8 @@ routes:
       'inline.yaml',
     );
     expect(!result.ok && result.errors.map(formatPolicyError)).toEqual([
-      "inline.yaml:4:8: upstream_status_map.401: 401 tells a client its own key is invalid, and the upstream never sees the client's key: map an upstream status to 502 instead",
+      "inline.yaml:5:8: upstream_status_map.401: an upstream 401 is always answered 502 (it is about the gateway's own standing upstream, never the client's key)",
+      "inline.yaml:4:8: upstream_status_map.500: 401 tells a client its own key is invalid, and the upstream never sees the client's key: map an upstream status to 502 instead",
     ]);
   });
 
