@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import { createHash } from 'node:crypto';
 import { open } from 'node:fs/promises';
 import { isMap, isNode, isScalar, isSeq, LineCounter, parseDocument, visit, type Document, type ParsedNode } from 'yaml';
@@ -94,14 +95,34 @@ export function parsePolicy(source: string, file: string): PolicyLoadResult {
   if (doc.errors.length > 0) {
     return { ok: false, errors: doc.errors.map((e) => at(e.pos[0], `invalid YAML: ${e.message.split('\n')[0]}`)) };
   }
-  // A policy is read as it is written: one place for each value, nothing that expands.
-  const aliases: PolicyError[] = [];
+  // YAML 1.1 reads `on` as true, `0770` as 504 and `<<` as a merge: the policy would mean other than it says.
+  if (doc.directives?.yaml.explicit === true && doc.directives.yaml.version !== '1.2') {
+    return { ok: false, errors: [at(0, `YAML ${doc.directives.yaml.version} is not read: a policy is YAML 1.2 (leave the %YAML directive out)`)] };
+  }
+  // A policy is read as it is written: one place for each value, nothing that expands, and every key
+  // the text it shows (the status map's, whole numbers).
+  const statusMap = doc.get('upstream_status_map', true);
+  const unread: PolicyError[] = [];
   visit(doc, {
     Alias(_, alias) {
-      aliases.push(at(alias.range?.[0] ?? 0, `YAML aliases are not allowed (*${alias.source}): write the value out`));
+      unread.push(at(alias.range?.[0] ?? 0, `YAML aliases are not allowed (*${alias.source}): write the value out`));
+    },
+    Pair(_, pair, ancestors) {
+      const key = pair.key;
+      if (!isScalar(key)) return void unread.push(at(isNode(key) && key.range ? key.range[0] : 0, 'a key must be plain text'));
+      const offset = key.range?.[0] ?? 0;
+      if (ancestors.at(-1) === statusMap) {
+        if (!Number.isInteger(key.value)) unread.push(at(offset, `${String(key.source ?? key.value)}: a status map key is a status code, a whole number`));
+        return;
+      }
+      if (typeof key.value !== 'string') {
+        unread.push(at(offset, `the key ${String(key.source)} is read as ${key.value === null ? 'null' : typeof key.value === 'number' ? 'a number' : `a ${typeof key.value}`}, not as text: quote it ("${String(key.source)}")`));
+      } else if (key.value === '__proto__') {
+        unread.push(at(offset, 'a key named __proto__ is not allowed'));
+      }
     },
   });
-  if (aliases.length > 0) return { ok: false, errors: aliases };
+  if (unread.length > 0) return { ok: false, errors: unread };
 
   const parsed = policySchema.safeParse(ownStrings(doc.toJS({ maxAliasCount: 0 })));
   if (!parsed.success) {
@@ -118,7 +139,14 @@ export function parsePolicy(source: string, file: string): PolicyLoadResult {
   }
 
   const contentHash = createHash('sha256').update(source).digest('hex');
-  const compiled = compilePolicy(parsed.data, contentHash);
+  let compiled: ReturnType<typeof compilePolicy>;
+  try {
+    compiled = compilePolicy(parsed.data, contentHash);
+  } catch (err) {
+    // A fault of ours, not of the file's that a check names: refused all the same, never a crash
+    // (a running gateway keeps its policy).
+    return { ok: false, errors: [at(0, `the policy could not be compiled: ${(err as Error).message}`)] };
+  }
   if (!compiled.ok) {
     return {
       ok: false,
@@ -172,7 +200,14 @@ export async function loadPolicy(file: string): Promise<PolicyLoadResult> {
         bytesRead += n;
       }
       if (bytesRead > MAX_POLICY_BYTES) return refused(`policy file too large: more than ${MAX_POLICY_BYTES} bytes`);
-      source = bytes.toString('utf8', 0, bytesRead);
+      const text = bytes.subarray(0, bytesRead);
+      if (!isUtf8(text)) {
+        // Decoded anyway, a byte that is no UTF-8 would become U+FFFD: another text than the file's.
+        const read = text.toString('utf8');
+        const line = read.slice(0, read.indexOf('\uFFFD')).split('\n').length;
+        return { ok: false, errors: [{ file, line, column: 0, message: 'not UTF-8 text: a policy file is UTF-8' }] };
+      }
+      source = text.toString('utf8');
     } finally {
       await handle.close();
     }

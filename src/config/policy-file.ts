@@ -116,7 +116,12 @@ export class PolicyFile {
     const { logger, reloads, onAccepted } = this.#options;
     // Before the read: a change after it shows as another status, and is read again.
     this.#readAs = await stat(this.#file).then(signature, () => null);
-    const result = await loadPolicy(this.#file);
+    // loadPolicy reports every problem of the file's as a refusal; anything it throws is ours, and
+    // refused all the same: the running policy stays, and the refusal is counted and logged.
+    const result = await loadPolicy(this.#file).catch((err: unknown) => ({
+      ok: false as const,
+      errors: [{ file: this.#file, line: 0, column: 0, message: `the policy could not be loaded: ${(err as Error).message}` }],
+    }));
     const running = this.#accepted.policy;
     if (!result.ok) {
       reloads.inc({ result: 'failure' });

@@ -1,5 +1,6 @@
 import { isErrorStatus, type ErrorStatus } from '../errors/codes.js';
 import { FORWARDED_REQUEST_HEADERS, neverForwarded } from '../proxy/forward-headers.js';
+import { UNMATCHED_ROUTE } from '../observability/metrics.js';
 import { mapUpstreamStatus, NEVER_PASSED_ON } from '../proxy/map-upstream-status.js';
 import { PARAM_TYPES, type ParamType, type ParamTypeName } from './param-types.js';
 import type { PolicyDocument } from './schema.js';
@@ -123,6 +124,7 @@ export function compilePolicy(doc: PolicyDocument, contentHash: string): Compile
   doc.routes.forEach((route, i) => {
     const previous = seenIds.get(route.id);
     if (previous !== undefined) problem(['routes', i, 'id'], `duplicate route id "${route.id}" (also routes.${previous})`);
+    if (route.id === UNMATCHED_ROUTE) problem(['routes', i, 'id'], `"${UNMATCHED_ROUTE}" is the metrics' name for requests no route matched: choose another id`);
     seenIds.set(route.id, i);
 
     route.permissions.forEach((name, j) => {
@@ -147,7 +149,14 @@ export function compilePolicy(doc: PolicyDocument, contentHash: string): Compile
     }
     for (const [j, other] of routes.entries()) {
       if (other.method !== route.method) continue;
-      const witness = overlappingPath(other.template, template);
+      let witness: string | null;
+      try {
+        witness = overlappingPath(other.template, template);
+      } catch (err) {
+        // The automata have a size limit (refa): two paths of dozens of parameters each reach it.
+        problem(['routes', i, 'path'], `${route.method} ${route.path} is too complex to compare with route "${other.id}" (routes.${routeIndexes[j]}): ${(err as Error).message}`);
+        continue;
+      }
       if (witness === null) continue;
       const kind = other.path === route.path ? 'duplicates' : 'is ambiguous with';
       problem(

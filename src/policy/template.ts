@@ -60,7 +60,8 @@ export function compileTemplate(path: string, params: Readonly<Record<string, Pa
     if (!LITERAL.test(prefix) || !LITERAL.test(suffix)) {
       throw new TemplateError(`segment "${raw}" has a character outside A-Z a-z 0-9 . _ ~ -`);
     }
-    const type = params[name];
+    // Own names only: `:constructor` would find Object's own.
+    const type = Object.hasOwn(params, name) ? params[name] : undefined;
     if (!type) throw new TemplateError(`parameter :${name} has no type in params`);
     if (paramNames.includes(name)) throw new TemplateError(`parameter :${name} appears twice`);
     paramNames.push(name);

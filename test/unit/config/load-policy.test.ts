@@ -182,6 +182,44 @@ routes:
     expect(!result.ok && result.errors.map(formatPolicyError)).toEqual(['inline.yaml:5:3: invalid YAML: Map keys must be unique']);
   });
 
+  it('keys YAML would read as something other than the text they show, and YAML 1.1', () => {
+    expect(inlineErrors('  - { id: things, method: GET, path: /v1/things, query: { True: slug, .inf: slug, null: slug, "yes": slug }, permissions: [things_read] }\n')).toEqual([
+      'inline.yaml:6:59: the key True is read as a boolean, not as text: quote it ("True")',
+      'inline.yaml:6:71: the key .inf is read as a number, not as text: quote it (".inf")',
+      'inline.yaml:6:83: the key null is read as null, not as text: quote it ("null")',
+    ]);
+    expect(inlineErrors('  - { id: things, method: GET, path: /v1/things, query: { __proto__: integer }, permissions: [things_read] }\n')).toEqual([
+      'inline.yaml:6:59: a key named __proto__ is not allowed',
+    ]);
+    const yaml11 = parsePolicy('%YAML 1.1\n---\nversion: 1\nacquirer_header: X-Tenant\nupstream_status_map: { 0770: 502, 403: 404, 404: 404 }\npermissions: [{ name: things_read, description: Read }]\nroutes: [{ id: things, method: GET, path: /v1/things, query: { on: slug }, permissions: [things_read] }]\n', 'inline.yaml');
+    expect(!yaml11.ok && yaml11.errors.map(formatPolicyError)).toEqual(['inline.yaml:1:1: YAML 1.1 is not read: a policy is YAML 1.2 (leave the %YAML directive out)']);
+    const statusKeys = parsePolicy('version: 1\nacquirer_header: X-Tenant\nupstream_status_map: { abc: 502, 403: 404, 404: 404 }\npermissions: [{ name: things_read, description: Read }]\nroutes: [{ id: things, method: GET, path: /v1/things, permissions: [things_read] }]\n', 'inline.yaml');
+    expect(!statusKeys.ok && statusKeys.errors.map(formatPolicyError)).toEqual(['inline.yaml:3:24: abc: a status map key is a status code, a whole number']);
+  });
+
+  it('a path parameter named like a property every object has, without a type of its own', () => {
+    expect(inlineErrors('  - { id: things, method: GET, path: /v1/things/:constructor, permissions: [things_read] }\n')).toEqual([
+      'inline.yaml:6:38: routes.0.path: bad path template: parameter :constructor has no type in params',
+    ]);
+  });
+
+  it('the route id the metrics give requests no route matched', () => {
+    expect(inlineErrors('  - { id: unmatched, method: GET, path: /v1/things, permissions: [things_read] }\n')).toEqual([
+      `inline.yaml:6:11: routes.0.id: "unmatched" is the metrics' name for requests no route matched: choose another id`,
+    ]);
+  });
+
+  it('two routes too complex to compare: refused with both named, not a crash', () => {
+    const segments = (p: string) => Array.from({ length: 40 }, (_, i) => `:${p}${i}`).join('/');
+    const params = (p: string) => `{ ${Array.from({ length: 40 }, (_, i) => `${p}${i}: slug`).join(', ')} }`;
+    const errors = inlineErrors(
+      `  - { id: a, method: GET, path: /v1/${segments('a')}, params: ${params('a')}, permissions: [things_read] }\n` +
+        `  - { id: b, method: GET, path: /v1/${segments('b')}.x, params: ${params('b')}, permissions: [things_read] }\n`,
+    );
+    expect(errors).toHaveLength(1);
+    expect(errors[0]).toMatch(/^inline\.yaml:7:33: routes\.1\.path: GET \/v1\/:b0\/.* is too complex to compare with route "a" \(routes\.0\): /);
+  });
+
   it('YAML aliases, each named where it is used, also on a reload (no unexpected error)', () => {
     const result = inlineErrors(`  - { id: things, method: GET, path: /v1/things, permissions: &both [things_read] }
   - { id: other, method: GET, path: /v1/other, permissions: *both }
@@ -234,6 +272,14 @@ routes:
 
     it('a directory', async () => {
       expect(await linesOf(dir)).toEqual([`${dir}:0:0: cannot read policy: a directory, not a file`]);
+    });
+
+    it('one that is not UTF-8: decoded anyway, a byte would become another character than the file holds', async () => {
+      const file = path.join(dir, 'latin1.yaml');
+      const shipped = readFileSync('policies/acquirer-api.yaml', 'utf8');
+      writeFileSync(file, Buffer.concat([Buffer.from(shipped.replace('description: "List', 'description: "Caf')), Buffer.from([0xe9])]));
+      const line = shipped.split('\n').length;
+      expect(await linesOf(file)).toEqual([`${file}:${line}:0: not UTF-8 text: a policy file is UTF-8`]);
     });
 
     it('a pipe of more than MAX_POLICY_BYTES (no size to ask for: counted as it is read)', async () => {
