@@ -1,4 +1,6 @@
+import { mapUpstreamStatus } from '../proxy/map-upstream-status.js';
 import type { CompiledPolicy, CompiledRoute } from './compile.js';
+import { takesAllOf } from './param-types.js';
 
 /** One route as a reviewer names it: what a client would call. */
 function routeKey(route: CompiledRoute): string {
@@ -57,7 +59,9 @@ export function diffPolicies(oldPolicy: CompiledPolicy, newPolicy: CompiledPolic
     const beforeTypes = types(before);
     for (const [name, type] of types(route)) {
       const was = beforeTypes.get(name);
-      if (was !== undefined && was !== type) notes.push(`⚠️ parameter :${name} is now ${code(type)} (was ${code(was)}): review what it lets through`);
+      if (was === undefined || was === type) continue;
+      if (takesAllOf(was, type)) notes.push(`parameter :${name} is now ${code(type)} (was ${code(was)}; narrower)`);
+      else notes.push(`⚠️ parameter :${name} is now ${code(type)} (was ${code(was)}): review what it lets through`);
     }
     const queryNote = queryChange(before.query, route.query);
     if (queryNote !== null) notes.push(queryNote);
@@ -82,13 +86,13 @@ export function diffPolicies(oldPolicy: CompiledPolicy, newPolicy: CompiledPolic
   if (oldPolicy.acquirerHeader !== newPolicy.acquirerHeader) {
     upstream.push(`- ⚠️ acquirer header ${code(oldPolicy.acquirerHeader)} → ${code(newPolicy.acquirerHeader)} (the upstream must read the new one)`);
   }
+  // What each listed upstream status is answered with, before and after: an entry that changes no answer
+  // (a 401 listed as the 502 it always is, a status mapped to itself) is no change.
   const statuses = [...new Set([...oldPolicy.upstreamStatusMap.keys(), ...newPolicy.upstreamStatusMap.keys()])].sort();
   for (const status of statuses) {
-    const before = oldPolicy.upstreamStatusMap.get(status);
-    const after = newPolicy.upstreamStatusMap.get(status);
-    if (before === after) continue;
-    const show = (to: number | undefined) => (to === undefined ? 'unmapped' : String(to));
-    upstream.push(`- upstream ${status}: ${show(before)} → ${show(after)}`);
+    const before = mapUpstreamStatus(status, oldPolicy.upstreamStatusMap);
+    const after = mapUpstreamStatus(status, newPolicy.upstreamStatusMap);
+    if (before !== after) upstream.push(`- an upstream ${status} is answered ${after} (was ${before})`);
   }
   section('Upstream', upstream);
 
@@ -108,7 +112,13 @@ function queryChange(before: CompiledRoute['query'], after: CompiledRoute['query
   const was = describeQuery(before);
   const now = describeQuery(after);
   if (was === now) return null;
-  const wider = after === undefined || (before !== undefined && [...after].some(([name, param]) => before.get(name)?.type !== param.type));
+  const wider =
+    after === undefined ||
+    (before !== undefined &&
+      [...after].some(([name, param]) => {
+        const was = before.get(name)?.type;
+        return was === undefined || !takesAllOf(was, param.type);
+      }));
   const text = `query ${code(now)} (was ${code(was)})`;
   return wider ? `**${text}: loosens what reaches the upstream**` : text;
 }

@@ -47,3 +47,20 @@ export const PARAM_TYPES = {
 
 export type ParamTypeName = keyof typeof PARAM_TYPES;
 export const PARAM_TYPE_NAMES = Object.keys(PARAM_TYPES) as [ParamTypeName, ...ParamTypeName[]];
+
+/**
+ * For each type, the other types all of whose values it takes too: a change from one of these to it
+ * widens what a route takes, and the reverse narrows it. A unit test holds this table to the patterns.
+ */
+const TAKES_ALL_OF: Readonly<Record<ParamTypeName, readonly ParamTypeName[]>> = {
+  slug: ['uuid', 'date', 'integer', 'positive_integer'],
+  integer: ['positive_integer'],
+  uuid: [],
+  date: [],
+  positive_integer: [],
+};
+
+/** Whether every value `narrower` takes, `wider` takes too. */
+export function takesAllOf(wider: ParamTypeName, narrower: ParamTypeName): boolean {
+  return wider === narrower || TAKES_ALL_OF[wider].includes(narrower);
+}

@@ -34,7 +34,7 @@ describe('diffPolicies', () => {
         '### Upstream',
         '',
         '- ⚠️ acquirer header `x-acquirer-id` → `x-tenant-id` (the upstream must read the new one)',
-        '- upstream 500: unmapped → 502',
+        '- an upstream 500 is answered 502 (was 500)',
         '',
       ].join('\n'),
     );
@@ -45,6 +45,41 @@ describe('diffPolicies', () => {
     expect(diffPolicies(policy, policy, OLD, OLD)).toBe(
       `## Policy changes: \`${OLD}\` → \`${OLD}\`\n\nNo changes that affect access, routing or the upstream.\n`,
     );
+  });
+});
+
+describe('a path parameter\'s type and the status map in a diff', () => {
+  const policyWith = (type: string, map = '') =>
+    parsePolicy(
+      `version: 1
+acquirer_header: X-Tenant
+${map}permissions:
+  - { name: things_read, description: Read things }
+routes:
+  - { id: thing, method: GET, path: /v1/things/:id, params: { id: ${type} }, permissions: [things_read] }
+`,
+      'p.yaml',
+    );
+  const diff = (a: ReturnType<typeof policyWith>, b: ReturnType<typeof policyWith>) => {
+    if (!a.ok || !b.ok) throw new Error('invalid test policy');
+    return diffPolicies(a.policy, b.policy, 'a', 'b').split('\n').filter((l) => l.startsWith('- '));
+  };
+
+  it.each([
+    ['slug', 'uuid', ['- `GET /v1/things/:id`: parameter :id is now `uuid` (was `slug`; narrower)']],
+    ['integer', 'positive_integer', ['- `GET /v1/things/:id`: parameter :id is now `positive_integer` (was `integer`; narrower)']],
+    ['uuid', 'slug', ['- `GET /v1/things/:id`: ⚠️ parameter :id is now `slug` (was `uuid`): review what it lets through']],
+    ['uuid', 'integer', ['- `GET /v1/things/:id`: ⚠️ parameter :id is now `integer` (was `uuid`): review what it lets through']],
+  ])('%s → %s', (from, to, lines) => {
+    expect(diff(policyWith(from), policyWith(to))).toEqual(lines);
+  });
+
+  it('names what each upstream status is answered with, and leaves out entries that change no answer', () => {
+    const none = policyWith('slug');
+    const listed = policyWith('slug', 'upstream_status_map: { 401: 502, 403: 404, 404: 404, 500: 500 }\n');
+    const mapped = policyWith('slug', 'upstream_status_map: { 403: 404, 404: 404, 500: 502 }\n');
+    expect(diff(none, listed)).toEqual([]);
+    expect(diff(none, mapped)).toEqual(['- an upstream 500 is answered 502 (was 500)']);
   });
 });
 
@@ -70,6 +105,8 @@ routes:
     [', query: {}', ', query: { page: integer }', '- `GET /v1/things`: **query `page: integer` (was `none`): loosens what reaches the upstream**'],
     [', query: { page: integer }', '', '- `GET /v1/things`: **query `any (unchecked)` (was `page: integer`): loosens what reaches the upstream**'],
     [', query: { page: integer }', ', query: { page: slug }', '- `GET /v1/things`: **query `page: slug` (was `page: integer`): loosens what reaches the upstream**'],
+    [', query: { page: integer }', ', query: { page: positive_integer }', '- `GET /v1/things`: query `page: positive_integer` (was `page: integer`)'],
+    [', query: { page: uuid }', ', query: { page: integer }', '- `GET /v1/things`: **query `page: integer` (was `page: uuid`): loosens what reaches the upstream**'],
     [', query: { page: integer, q: slug }', ', query: { page: integer }', '- `GET /v1/things`: query `page: integer` (was `page: integer, q: slug`)'],
     ['', ', query: {}', '- `GET /v1/things`: query `none` (was `any (unchecked)`)'],
     [', query: { page: integer }', ', query: { page: integer }', null],
