@@ -1,5 +1,5 @@
 import type { ParseArgsOptionsConfig } from 'node:util';
-import { CONFIG_FIELDS, ConfigError, DEFAULT_POLICY_FILE, readSetting } from '../config/env.js';
+import { CONFIG_FIELDS, ConfigError, readSetting } from '../config/env.js';
 import { loadPolicy, formatPolicyError } from '../config/load-policy.js';
 import {
   generateKey,
@@ -36,9 +36,15 @@ function list(text: string): string[] {
 }
 
 async function permissionCatalogue(env: NodeJS.ProcessEnv): Promise<ReadonlySet<string>> {
-  const file = env.POLICY_FILE ?? DEFAULT_POLICY_FILE;
+  let file: string;
+  try {
+    file = readSetting(env, CONFIG_FIELDS.policyFile);
+  } catch (err) {
+    if (err instanceof ConfigError) throw new UsageError(`invalid configuration: ${err.problems.join('; ')}`);
+    throw err;
+  }
   const loaded = await loadPolicy(file);
-  if (!loaded.ok) throw new CommandError(`cannot check permissions, the policy is invalid:\n${loaded.errors.map(formatPolicyError).join('\n')}`);
+  if (!loaded.ok) throw new CommandError(`cannot check permissions against the policy's catalogue:\n${loaded.errors.map(formatPolicyError).join('\n')}`);
   return loaded.policy.permissionNames;
 }
 

@@ -1,4 +1,4 @@
-import { DEFAULT_POLICY_FILE } from '../config/env.js';
+import { CONFIG_FIELDS, ConfigError, DEFAULT_POLICY_FILE, readSetting } from '../config/env.js';
 import { formatPolicyError, loadPolicy } from '../config/load-policy.js';
 import type { CompiledPolicy } from '../policy/compile.js';
 import { diffPolicies, routeTable } from '../policy/diff.js';
@@ -29,11 +29,19 @@ export async function policyCommand(args: string[], ctx: PolicyContext): Promise
   const [sub, ...given] = args;
   // No options: anything that looks like one is refused (a file named so follows `--`).
   const rest = sub === undefined ? [] : parseCommandLine(given, {}, true).positionals;
-  const defaultFile = ctx.env.POLICY_FILE ?? DEFAULT_POLICY_FILE;
+  // As serve reads it: an empty POLICY_FILE is refused with the variable named, not read as no file.
+  const defaultFile = () => {
+    try {
+      return readSetting(ctx.env, CONFIG_FIELDS.policyFile);
+    } catch (err) {
+      if (err instanceof ConfigError) throw new UsageError(`invalid configuration: ${err.problems.join('; ')}`);
+      throw err;
+    }
+  };
   switch (sub) {
     case 'check': {
       if (rest.length > 1) throw new UsageError(`check takes at most one file\n${POLICY_USAGE}`);
-      const file = rest[0] ?? defaultFile;
+      const file = rest[0] ?? defaultFile();
       const policy = await load(file, ctx.err);
       ctx.out(`${file}: ok (${policy.routes.length} routes, ${policy.permissions.length} permissions, sha256 ${policy.contentHash})\n`);
       return;
@@ -47,7 +55,7 @@ export async function policyCommand(args: string[], ctx: PolicyContext): Promise
     }
     case 'routes': {
       if (rest.length > 1) throw new UsageError(`routes takes at most one file\n${POLICY_USAGE}`);
-      ctx.out(routeTable(await load(rest[0] ?? defaultFile, ctx.err)));
+      ctx.out(routeTable(await load(rest[0] ?? defaultFile(), ctx.err)));
       return;
     }
     default:

@@ -313,6 +313,15 @@ describe('policy check, diff and routes', () => {
     expect([result.code, result.stdout, result.stderr]).toEqual([1, '', `${name}:0:0: cannot read policy: file not found\n`]);
   });
 
+  it.each([[['policy', 'check']], [['policy', 'routes']], [['keys', 'create', '--acquirer', 'acq_1', '--permissions', 'eod_list']]])(
+    '%j with an empty POLICY_FILE: a usage error naming the variable, as serve gives',
+    async (args) => {
+      const result = await runCli(args, { POLICY_FILE: '', REDIS_URL: 'redis://127.0.0.1:1' });
+      expect([result.code, result.stdout]).toEqual([2, '']);
+      expect(result.stderr).toBe('acquirer-gateway: invalid configuration: POLICY_FILE: must not be empty (got "")\n');
+    },
+  );
+
   it('check: exit 0 with a summary for a valid policy', async () => {
     const result = await runCli(['policy', 'check', 'policies/acquirer-api.yaml']);
     expect(result.code).toBe(0);
