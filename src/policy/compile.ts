@@ -90,6 +90,10 @@ export function compilePolicy(doc: PolicyDocument, contentHash: string): Compile
 
   const upstreamStatusMap = new Map<number, ErrorStatus>();
   for (const [from, to] of Object.entries(doc.upstream_status_map)) {
+    if (!/^[45][0-9]{2}$/.test(from)) {
+      problem(['upstream_status_map', from], `${from} is not an upstream error status: a key is an HTTP status from 400 to 599`);
+      continue;
+    }
     if (!isErrorStatus(to)) {
       problem(['upstream_status_map', from], `${to} is not a status the gateway has a documented body for`);
       continue;

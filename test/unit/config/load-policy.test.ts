@@ -195,6 +195,10 @@ routes:
     expect(!yaml11.ok && yaml11.errors.map(formatPolicyError)).toEqual(['inline.yaml:1:1: YAML 1.1 is not read: a policy is YAML 1.2 (leave the %YAML directive out)']);
     const statusKeys = parsePolicy('version: 1\nacquirer_header: X-Tenant\nupstream_status_map: { abc: 502, 403: 404, 404: 404 }\npermissions: [{ name: things_read, description: Read }]\nroutes: [{ id: things, method: GET, path: /v1/things, permissions: [things_read] }]\n', 'inline.yaml');
     expect(!statusKeys.ok && statusKeys.errors.map(formatPolicyError)).toEqual(['inline.yaml:3:24: abc: a status map key is a status code, a whole number']);
+    const notErrors = parsePolicy('version: 1\nacquirer_header: X-Tenant\nupstream_status_map: { 200: 404, 403: 404, 404: 404 }\npermissions: [{ name: things_read, description: Read }]\nroutes: [{ id: things, method: GET, path: /v1/things, permissions: [things_read] }]\n', 'inline.yaml');
+    expect(!notErrors.ok && notErrors.errors.map(formatPolicyError)).toEqual([
+      'inline.yaml:3:29: upstream_status_map.200: 200 is not an upstream error status: a key is an HTTP status from 400 to 599',
+    ]);
   });
 
   it('a path parameter named like a property every object has, without a type of its own', () => {
