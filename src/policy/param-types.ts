@@ -32,7 +32,7 @@ export const PARAM_TYPES = {
   },
   integer: {
     pattern: '(?:0|[1-9][0-9]{0,17})',
-    description: 'a non-negative decimal integer without leading zeros',
+    description: 'a non-negative decimal integer without leading zeros, at most 18 digits',
   },
   // A page number: the API document's pages start at 1 (`current_page`).
   positive_integer: {
