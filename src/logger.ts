@@ -1,3 +1,4 @@
+import { fstatSync } from 'node:fs';
 import { pino, stdSerializers, type Logger as PinoLogger } from 'pino';
 import { LogWriter, PIPE_BUF } from './log-writer.js';
 import { redactSecrets } from './observability/redact.js';
@@ -151,7 +152,8 @@ const FLUSH_INTERVAL_MS = 200;
  * Lines are written in blocks of at most this many bytes, one system call each. A process alone on its
  * stdout writes 64 KiB at a time (the size of a Linux pipe's buffer): a block of 4 KiB cost 0.5 µs
  * more per line written to a pipe (bench/RESULTS.md, sixteenth session). With WORKERS above 1 the
- * processes share stdout, and a block is at most PIPE_BUF, which a pipe takes atomically.
+ * processes share stdout, and so does stderr when it is the same file: then a block is at most
+ * PIPE_BUF, which a pipe takes atomically.
  */
 const SOLE_WRITER_BLOCK_BYTES = 64 * 1024;
 /** UTF-8 takes at most this many bytes for one UTF-16 unit of a string. */
@@ -201,7 +203,7 @@ function bufferedStdout(blockBytes: number): LineSink {
         // A line is never split between two blocks.
         if (used + bytes > blockBytes) writeBlock();
         if (bytes > blockBytes) {
-          writer.write(Buffer.from(line)); // a line of over 4 KiB (a long stack): on its own
+          writer.write(Buffer.from(line)); // a line longer than a block (a long stack): on its own
           return true;
         }
       }
@@ -209,6 +211,20 @@ function bufferedStdout(blockBytes: number): LineSink {
       return true;
     },
   };
+}
+
+/**
+ * Whether stdout and stderr are one file (`2>&1`, a supervisor's single pipe). Then the process
+ * shares stdout after all: a larger block that a non-blocking pipe takes in part can have Node's
+ * own stderr (a warning, a crash's stack) written into the middle of a line.
+ */
+function stdoutIsStderr(): boolean {
+  try {
+    const [out, err] = [fstatSync(1), fstatSync(2)];
+    return out.dev === err.dev && out.ino === err.ino;
+  } catch {
+    return true; // either closed or unknown: the small, safe block
+  }
 }
 
 /** pino's numbers for the levels `flat` writes. */
@@ -222,7 +238,7 @@ const LEVEL_VALUES = { info: 30, warn: 40 } as const;
  */
 export function createLogger(level = 'info', destination: LineSink | undefined = undefined, fields: Record<string, unknown> = {}, { sharedStdout = false } = {}): Logger {
   const base = { service: 'acquirer-gateway', ...fields };
-  const sink = destination ?? bufferedStdout(sharedStdout ? PIPE_BUF : SOLE_WRITER_BLOCK_BYTES);
+  const sink = destination ?? bufferedStdout(sharedStdout || stdoutIsStderr() ? PIPE_BUF : SOLE_WRITER_BLOCK_BYTES);
   const options = {
     level,
     base,

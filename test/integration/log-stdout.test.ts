@@ -16,13 +16,14 @@ const LOGGER = pathToFileURL(path.resolve('dist/logger.js')).href;
 type Exit = 'natural' | 'process.exit' | 'crash';
 
 /** Logs 3,002 lines (the first field says which process), says so on stderr, then ends as `exit` says. */
-const child = (exit: Exit, name = 'a', big = true, nonBlocking = false, shared = false) => `
+const child = (exit: Exit, name = 'a', big = true, nonBlocking = false, shared = false, noise = false) => `
 ${nonBlocking ? '// Node makes a pipe non-blocking once process.stdout is used (spawn makes it blocking).\nvoid process.stdout;' : ''}
 const { createLogger } = await import(${JSON.stringify(LOGGER)});
 const logger = createLogger('info', undefined, { p: ${JSON.stringify(name)} }, { sharedStdout: ${shared} });
 for (let i = 0; i < 3000; i++) {
   logger.flat('info', { i, note: i % 7 === 0 ? 'é€😀 ' + 'x'.repeat(i % 300) : 'plain ' + 'y'.repeat(i % 500) }, 'request');
   if (i === 1500) logger.warn({ big: ${big ? "'z'.repeat(70000) + '€'" : "'z'"} }, 'a line larger than a block');
+  ${noise ? "if (i % 250 === 0) process.stderr.write('a note on stderr\\n');" : ''}
 }
 const end = () => {
   logger.info('last line, still buffered when the process exits');
@@ -57,11 +58,15 @@ interface Outcome {
 async function runChildren(
   exit: Exit,
   reader: 'as they come' | 'slow' | 'gone',
-  { names = ['a'], big = true, nonBlocking = false, msPerKiB = 1 } = {},
+  { names = ['a'], big = true, nonBlocking = false, msPerKiB = 1, stderrToStdout = false } = {},
 ): Promise<Outcome[] & { stdout: string }> {
   const pipe = reader === 'slow' ? await namedPipe() : undefined;
   const out: Buffer[] = [];
-  const procs = names.map((name) => spawn(process.execPath, ['--input-type=module', '-e', child(exit, name, big, nonBlocking, names.length > 1)], { stdio: ['ignore', pipe?.writeFd ?? 'pipe', 'pipe'] }));
+  const procs = names.map((name) =>
+    spawn(process.execPath, ['--input-type=module', '-e', child(exit, name, big, nonBlocking, names.length > 1, stderrToStdout)], {
+      stdio: ['ignore', pipe?.writeFd ?? 'pipe', stderrToStdout ? pipe!.writeFd : 'pipe'],
+    }),
+  );
   if (pipe !== undefined) closeSync(pipe.writeFd);
   const stdoutDone = pipe === undefined ? Promise.resolve() : readSlowly(pipe.readFd, out, msPerKiB);
   const outcomes = procs.map(
@@ -72,7 +77,7 @@ async function runChildren(
           out.push(d);
           if (reader === 'gone') proc.stdout!.destroy();
         });
-        proc.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+        proc.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
         proc.on('error', reject);
         proc.on('close', (code) => resolve({ code, stderr }));
       }),
@@ -148,6 +153,15 @@ describe('log lines on stdout', () => {
     expectEveryLine(lines.filter((l) => l.p === 'a'), 'z');
     expectEveryLine(lines.filter((l) => l.p === 'b'), 'z');
   });
+
+  it('stdout and stderr one non-blocking pipe (2>&1), read slowly: what goes to stderr never lands inside a line', async () => {
+    const results = await runChildren('process.exit', 'slow', { nonBlocking: true, stderrToStdout: true, big: false });
+    expect(results[0]!.code).toBe(0);
+    const lines = results.stdout.slice(0, -1).split('\n');
+    const isNote = (l: string) => l === 'a note on stderr' || l === 'logged everything';
+    expect(lines.filter(isNote)).toHaveLength(3000 / 250 + 1);
+    expectEveryLine(parseLines(lines.filter((l) => !isNote(l)).join('\n') + '\n'), 'z');
+  }, 20_000);
 
   it('a non-blocking stdout whose reader is seconds behind at exit: every line, as the reader takes them', async () => {
     // About 3 s to read what the child logged in a moment: what stdout refused is kept, and at exit
