@@ -5,13 +5,15 @@ import net from 'node:net';
  * `cut()` drops every connection and refuses new ones (Redis down), `blackhole()` accepts but never
  * answers (Redis hung), `blackholeMatching(marker)` does that only to connections whose first bytes
  * contain `marker` (e.g. the gateway's change-notice connection, by its CLIENT SETNAME), `heal()`
- * restores normal service. Works the same on a shared Redis.
+ * restores normal service, on new connections; `unblock()` ends a `blackhole()` on the same
+ * connections, as a Redis that stalled and recovered. Works the same on a shared Redis.
  */
 export interface TcpProxy {
   readonly port: number;
   readonly url: string;
   cut(): Promise<void>;
   blackhole(): void;
+  unblock(): void;
   blackholeMatching(marker: string): void;
   heal(): Promise<void>;
   close(): Promise<void>;
@@ -24,6 +26,8 @@ export async function startTcpProxy(targetUrl: string): Promise<TcpProxy> {
   let marker: string | undefined;
   /** What each client connection sent first, to recognise it later. */
   const firstBytes = new Map<net.Socket, string>();
+  /** Each client connection's connection to the target. */
+  const pairs = new Map<net.Socket, net.Socket>();
   const silence = (client: net.Socket) => {
     client.unpipe();
     client.pause();
@@ -46,6 +50,8 @@ export async function startTcpProxy(targetUrl: string): Promise<TcpProxy> {
     client.on('data', inspect);
     const upstream = net.connect(Number(target.port), target.hostname);
     sockets.add(upstream);
+    pairs.set(client, upstream);
+    client.on('close', () => pairs.delete(client));
     upstream.on('close', () => {
       sockets.delete(upstream);
       client.destroy();
@@ -83,6 +89,15 @@ export async function startTcpProxy(targetUrl: string): Promise<TcpProxy> {
       for (const socket of sockets) {
         socket.unpipe();
         socket.pause();
+      }
+    },
+    unblock() {
+      mode = 'pass';
+      for (const [client, upstream] of pairs) {
+        client.pipe(upstream);
+        upstream.pipe(client);
+        client.resume();
+        upstream.resume();
       }
     },
     blackholeMatching(text) {

@@ -140,20 +140,25 @@ describe('RedisKeyStore specifics', () => {
   });
 
   it('with a resolver in front: a lookup that timed out in a stall, on connections that never dropped, is followed by the resolver\'s own until one succeeds', async () => {
-    // Redis paused (a slow fork, a long script): commands time out, but no connection drops and no
-    // health check runs here, so nothing but the resolver's own lookups can see that Redis answers again.
-    const store = new RedisKeyStore({ url: redis.url, prefix: `${redis.prefix}stall:`, subscribe: true, commandTimeoutMs: 200, healthCheckIntervalMs: 3_600_000 });
+    // Redis stalled (a slow fork, a long script), then back, on the same connections: commands time
+    // out, but no connection drops and no health check runs here, so nothing but the resolver's own
+    // lookups can see that Redis answers again. (Stalled through a relay, not CLIENT PAUSE: the Redis
+    // may be a shared one.)
+    const relay = await startTcpProxy(redis.url);
+    const store = new RedisKeyStore({ url: relay.url, prefix: `${redis.prefix}stall:`, subscribe: true, commandTimeoutMs: 200, healthCheckIntervalMs: 3_600_000 });
     const resolver = new KeyResolver(store, { failureProbeIntervalMs: 100 });
     try {
       await waitFor(() => resolver.storeAvailable, { what: 'the store to be up' });
-      await redis.client.call('CLIENT', 'PAUSE', '600', 'ALL');
+      relay.blackhole();
       await expect(resolver.resolve('1'.repeat(64))).rejects.toBeInstanceOf(KeyStoreUnavailableError);
       expect(resolver.storeAvailable).toBe(false);
+      relay.unblock();
       // No lookup from here on but the resolver's.
       await waitFor(() => resolver.storeAvailable, { what: 'the resolver to see Redis answer again', timeoutMs: 3000 });
     } finally {
       resolver.close();
       await store.close();
+      await relay.close();
     }
   });
 

@@ -491,7 +491,8 @@ if (cluster.isWorker && cluster.worker.id === 1) {
         { timeoutMs: 20_000, what: 'the hung worker to be killed and its replacement paused' },
       );
       expect(paused).toMatchObject({ signal: 'SIGKILL', pause_ms: 1_000 });
-      expect(paused.answered_for_ms as number).toBeLessThan(paused.lived_ms as number);
+      // Killed after about 10 s of questions unanswered: those seconds are not counted as serving.
+      expect((paused.lived_ms as number) - (paused.answered_for_ms as number)).toBeGreaterThanOrEqual(6_000);
     } finally {
       if (alive(victim)) process.kill(victim, 'SIGKILL');
       await g.stop();
