@@ -74,8 +74,8 @@ export function diffPolicies(oldPolicy: CompiledPolicy, newPolicy: CompiledPolic
   const catalogue: string[] = [];
   for (const [name, description] of newCatalogue) {
     const before = oldCatalogue.get(name);
-    if (before === undefined) catalogue.push(`- added ${code(name)}: ${description}`);
-    else if (before !== description) catalogue.push(`- ${code(name)}: description "${before}" → "${description}"`);
+    if (before === undefined) catalogue.push(`- added ${code(name)}: ${freeText(description)}`);
+    else if (before !== description) catalogue.push(`- ${code(name)}: description ${freeText(before)} → ${freeText(description)}`);
   }
   for (const name of oldCatalogue.keys()) {
     if (!newCatalogue.has(name)) catalogue.push(`- removed ${code(name)} (keys that carry it keep it, but it grants nothing)`);
@@ -98,6 +98,14 @@ export function diffPolicies(oldPolicy: CompiledPolicy, newPolicy: CompiledPolic
 
   if (out.length === 2) out.push('No changes that affect access, routing or the upstream.', '');
   return out.join('\n');
+}
+
+/**
+ * A description, the one free text of a policy, as it shows in rendered Markdown: quoted, on one line,
+ * and with no HTML of its own (`<!--` would hide the rest of the review, an acquirer-header change in it).
+ */
+function freeText(text: string): string {
+  return JSON.stringify(text).replace(/&/g, '&amp;').replace(/</g, '&lt;');
 }
 
 /** A route's query declaration as a reviewer reads it. */

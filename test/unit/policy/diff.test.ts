@@ -28,7 +28,7 @@ describe('diffPolicies', () => {
         '### Permission catalogue',
         '',
         '- `eod_list`: description "List statements" → "List End-of-Day statements"',
-        '- added `audit_logs_read`: Query the audit trail',
+        '- added `audit_logs_read`: "Query the audit trail"',
         '- removed `orders_read` (keys that carry it keep it, but it grants nothing)',
         '',
         '### Upstream',
@@ -45,6 +45,22 @@ describe('diffPolicies', () => {
     expect(diffPolicies(policy, policy, OLD, OLD)).toBe(
       `## Policy changes: \`${OLD}\` → \`${OLD}\`\n\nNo changes that affect access, routing or the upstream.\n`,
     );
+  });
+});
+
+describe('a description in a diff', () => {
+  it('shows on one line, quoted, with no HTML of its own that could hide the rest of the review', () => {
+    const withDescription = (description: string, header = 'X-Tenant') =>
+      parsePolicy(
+        `version: 1\nacquirer_header: ${header}\npermissions:\n  - { name: things_read, description: ${JSON.stringify(description)} }\nroutes:\n  - { id: things, method: GET, path: /v1/things, permissions: [things_read] }\n`,
+        'p.yaml',
+      );
+    const [a, b] = [withDescription('Read things'), withDescription('Read things\n<!-- & more', 'X-Other')];
+    if (!a.ok || !b.ok) throw new Error('invalid test policy');
+    const markdown = diffPolicies(a.policy, b.policy, 'a', 'b');
+    expect(markdown).toContain('- `things_read`: description "Read things" → "Read things\\n&lt;!-- &amp; more"\n');
+    expect(markdown).not.toContain('<!--');
+    expect(markdown).toContain('- ⚠️ acquirer header `x-tenant` → `x-other`');
   });
 });
 
