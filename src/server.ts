@@ -56,6 +56,15 @@ export class ListenError extends Error {
   }
 }
 
+/** A constructor that makes what `base` makes, with `prototype` (which inherits from base's) as its prototype. */
+function bornWith<T extends abstract new (...args: never[]) => object>(base: T, prototype: object): T {
+  function Born(...args: unknown[]): object {
+    return Reflect.construct(base, args, Born);
+  }
+  Born.prototype = prototype;
+  return Born as unknown as T;
+}
+
 function listen(server: http.Server, port: number, host: string): Promise<number> {
   return new Promise((resolve, reject) => {
     server.once('error', reject);
@@ -110,6 +119,12 @@ export async function startGateway(config: Config, { logger, policy: initialPoli
   // Host is checked by the request guard, so that its refusal has the documented body.
   const server = http.createServer(
     {
+      // Every request and response is made with Express's prototypes from the start: Express swaps
+      // them in for each otherwise (Object.setPrototypeOf, a call into V8's runtime that gives the
+      // object a new map, twice a request), and an object that changes maps mid-way makes the code
+      // that handles it before and after see more shapes than one.
+      IncomingMessage: bornWith(http.IncomingMessage, app.request),
+      ServerResponse: bornWith(http.ServerResponse, app.response),
       requireHostHeader: false,
       // A request without Content-Length or Transfer-Encoding has no body (RFC 9112 §6.3), and no
       // route takes one: Node hands it over already ended, so the pipe httpxy makes from it to the
