@@ -59,7 +59,8 @@ function linkRequestsToExchanges(agent: http.Agent): void {
       // The agent keeps the options of the request that opened a connection for the connection's
       // life: left on them, the link would keep that first exchange (its request and response) in
       // memory as long. (httpxy's copy of the headers; a second attempt finds it on req.headers.)
-      delete options.headers![EXCHANGE];
+      // Cleared, not deleted: a delete turns the object into a hash table for the rest of its use.
+      options.headers![EXCHANGE] = undefined;
     }
     addRequest.call(this, req, options);
   };
