@@ -254,8 +254,17 @@ export function createLogger(level = 'info', destination: LineSink | undefined =
   // pino's own order: level, time, the base fields, the record's, msg.
   const baseFields = JSON.stringify(scrub(base)).slice(1, -1);
   const afterTime = baseFields === '' ? '' : `,${baseFields}`;
+  // Asked once per level, not per line: pino's logger is a hash-table object to V8, and each look at
+  // it went through V8's generic property loads. Asked again whenever its level changes.
+  const enabled = { info: false, warn: false };
+  const readLevel = () => {
+    enabled.info = logger.isLevelEnabled('info');
+    enabled.warn = logger.isLevelEnabled('warn');
+  };
+  readLevel();
+  logger.on('level-change', readLevel);
   const flat = (lineLevel: 'info' | 'warn', record: FlatRecord, msg: string): void => {
-    if (!logger.isLevelEnabled(lineLevel)) return;
+    if (!enabled[lineLevel]) return;
     const fieldsText = flatFields(record);
     sink.write(
       `{"level":${LEVEL_VALUES[lineLevel]},"time":${Date.now()}${afterTime}${fieldsText === '' ? '' : `,${fieldsText}`},"msg":${jsonString(redactSecrets(msg))}}\n`,

@@ -240,11 +240,19 @@ describe('flat records (the access log)', () => {
     expect(JSON.parse(lines[0]!).note).toBe('a\ud800b');
   });
 
-  it('are left out below the logger\'s level', () => {
+  it('are left out below the logger\'s level, also once the level is changed', () => {
     const { lines, stream } = capture();
     const logger = createLogger('warn', stream);
     logger.flat('info', record, 'request');
     logger.flat('warn', record, 'request');
     expect(lines.map((l) => JSON.parse(l).level)).toEqual([40]);
+    // The gateway never changes it (its Logger type has no level); pino itself allows it.
+    const pinoLevel = logger as unknown as { level: string };
+    pinoLevel.level = 'info';
+    logger.flat('info', record, 'request');
+    pinoLevel.level = 'error';
+    logger.flat('info', record, 'request');
+    logger.flat('warn', record, 'request');
+    expect(lines.map((l) => JSON.parse(l).level)).toEqual([40, 30]);
   });
 });
