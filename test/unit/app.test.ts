@@ -130,8 +130,11 @@ describe('memory', () => {
   it('a finished exchange is not kept alive by the pooled upstream connection it opened', async () => {
     // The agent keeps the options of the request that opened a connection for as long as the
     // connection lives: nothing of the exchange may hang on them.
+    // A collector of our own, from a context made while the flag is on; off again at once, or every
+    // context made after it (the next test file's, in this jest worker) would have a global gc.
     setFlagsFromString('--expose-gc');
     const collect = runInNewContext('gc') as () => void;
+    setFlagsFromString('--no-expose-gc');
     const upstream = http.createServer((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{"eod_statements":[]}'));
     await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
     const app = await createTestApp({ upstreamUrl: `http://127.0.0.1:${(upstream.address() as AddressInfo).port}` });
