@@ -107,12 +107,20 @@ export function parsePolicy(source: string, file: string): PolicyLoadResult {
     Alias(_, alias) {
       unread.push(at(alias.range?.[0] ?? 0, `YAML aliases are not allowed (*${alias.source}): write the value out`));
     },
+    // `!!omap`, `!!set`, `!!binary` …: values of other kinds than the policy's, read as other than written.
+    Node(_, node) {
+      if (node.tag !== undefined) unread.push(at(node.range?.[0] ?? 0, `YAML tags are not allowed (${node.tag}): write the value plainly`));
+    },
     Pair(_, pair, ancestors) {
       const key = pair.key;
       if (!isScalar(key)) return void unread.push(at(isNode(key) && key.range ? key.range[0] : 0, 'a key must be plain text'));
       const offset = key.range?.[0] ?? 0;
       if (ancestors.at(-1) === statusMap) {
-        if (!Number.isInteger(key.value)) unread.push(at(offset, `${String(key.source ?? key.value)}: a status map key is a status code, a whole number`));
+        // A status as written, plain (`403`) or quoted (`"403"`, as JSON writes every key); not `0x193` or `403.0`.
+        const written = typeof key.value === 'string' ? key.value : String(key.source);
+        if (!/^[0-9]+$/.test(written) || (typeof key.value !== 'string' && written !== String(key.value))) {
+          unread.push(at(offset, `${String(key.source)}: a status map key is a status code written in decimal digits`));
+        }
         return;
       }
       if (typeof key.value !== 'string') {
@@ -203,8 +211,13 @@ export async function loadPolicy(file: string): Promise<PolicyLoadResult> {
       const text = bytes.subarray(0, bytesRead);
       if (!isUtf8(text)) {
         // Decoded anyway, a byte that is no UTF-8 would become U+FFFD: another text than the file's.
-        const read = text.toString('utf8');
-        const line = read.slice(0, read.indexOf('\uFFFD')).split('\n').length;
+        // The first line that is not UTF-8 on its own (a newline byte is never inside a character).
+        let line = 1;
+        for (let start = 0; start <= text.length; line++) {
+          const end = text.indexOf(0x0a, start);
+          if (!isUtf8(text.subarray(start, end === -1 ? text.length : end))) break;
+          start = end === -1 ? text.length + 1 : end + 1;
+        }
         return { ok: false, errors: [{ file, line, column: 0, message: 'not UTF-8 text: a policy file is UTF-8' }] };
       }
       source = text.toString('utf8');

@@ -193,8 +193,19 @@ routes:
     ]);
     const yaml11 = parsePolicy('%YAML 1.1\n---\nversion: 1\nacquirer_header: X-Tenant\nupstream_status_map: { 0770: 502, 403: 404, 404: 404 }\npermissions: [{ name: things_read, description: Read }]\nroutes: [{ id: things, method: GET, path: /v1/things, query: { on: slug }, permissions: [things_read] }]\n', 'inline.yaml');
     expect(!yaml11.ok && yaml11.errors.map(formatPolicyError)).toEqual(['inline.yaml:1:1: YAML 1.1 is not read: a policy is YAML 1.2 (leave the %YAML directive out)']);
-    const statusKeys = parsePolicy('version: 1\nacquirer_header: X-Tenant\nupstream_status_map: { abc: 502, 403: 404, 404: 404 }\npermissions: [{ name: things_read, description: Read }]\nroutes: [{ id: things, method: GET, path: /v1/things, permissions: [things_read] }]\n', 'inline.yaml');
-    expect(!statusKeys.ok && statusKeys.errors.map(formatPolicyError)).toEqual(['inline.yaml:3:24: abc: a status map key is a status code, a whole number']);
+    const withStatusMap = (map: string) =>
+      parsePolicy(`version: 1\nacquirer_header: X-Tenant\nupstream_status_map: { ${map} }\npermissions: [{ name: things_read, description: Read }]\nroutes: [{ id: things, method: GET, path: /v1/things, permissions: [things_read] }]\n`, 'inline.yaml');
+    const statusKeys = withStatusMap('abc: 502, 0x1F4: 502, 503.0: 502, 403: 404, 404: 404');
+    expect(!statusKeys.ok && statusKeys.errors.map(formatPolicyError)).toEqual([
+      'inline.yaml:3:24: abc: a status map key is a status code written in decimal digits',
+      'inline.yaml:3:34: 0x1F4: a status map key is a status code written in decimal digits',
+      'inline.yaml:3:46: 503.0: a status map key is a status code written in decimal digits',
+    ]);
+    // Quoted, as JSON writes every key: the same status.
+    const quoted = withStatusMap('"403": 404, \'404\': 404');
+    expect(quoted.ok && Object.fromEntries(quoted.policy.upstreamStatusMap)).toEqual({ 403: 404, 404: 404 });
+    const tagged = parsePolicy('version: 1\nacquirer_header: X-Tenant\npermissions: [{ name: things_read, description: Read }]\nroutes: [{ id: things, method: GET, path: /v1/things, query: !!omap [page: positive_integer], permissions: [things_read] }]\n', 'inline.yaml');
+    expect(!tagged.ok && tagged.errors.map(formatPolicyError)).toEqual(['inline.yaml:4:69: YAML tags are not allowed (tag:yaml.org,2002:omap): write the value plainly']);
     const notErrors = parsePolicy('version: 1\nacquirer_header: X-Tenant\nupstream_status_map: { 200: 404, 403: 404, 404: 404 }\npermissions: [{ name: things_read, description: Read }]\nroutes: [{ id: things, method: GET, path: /v1/things, permissions: [things_read] }]\n', 'inline.yaml');
     expect(!notErrors.ok && notErrors.errors.map(formatPolicyError)).toEqual([
       'inline.yaml:3:29: upstream_status_map.200: 200 is not an upstream error status: a key is an HTTP status from 400 to 599',
@@ -274,6 +285,19 @@ routes:
       expect(await linesOf(file)).toEqual([`${file}:0:0: policy file too large: ${MAX_POLICY_BYTES + 1} bytes, at most ${MAX_POLICY_BYTES}`]);
     });
 
+    it('none of these: the shipped policy written as JSON (every key quoted) is the same policy', async () => {
+      const file = path.join(dir, 'policy.json');
+      const yaml = await loadPolicy('policies/acquirer-api.yaml');
+      const { parse } = await import('yaml');
+      writeFileSync(file, JSON.stringify(parse(readFileSync('policies/acquirer-api.yaml', 'utf8')), null, 2));
+      const json = await loadPolicy(file);
+      expect(json.ok && yaml.ok).toBe(true);
+      if (json.ok && yaml.ok) {
+        expect(Object.fromEntries(json.policy.upstreamStatusMap)).toEqual(Object.fromEntries(yaml.policy.upstreamStatusMap));
+        expect(json.policy.routes.map((r) => r.id)).toEqual(yaml.policy.routes.map((r) => r.id));
+      }
+    });
+
     it('a directory', async () => {
       expect(await linesOf(dir)).toEqual([`${dir}:0:0: cannot read policy: a directory, not a file`]);
     });
@@ -281,8 +305,9 @@ routes:
     it('one that is not UTF-8: decoded anyway, a byte would become another character than the file holds', async () => {
       const file = path.join(dir, 'latin1.yaml');
       const shipped = readFileSync('policies/acquirer-api.yaml', 'utf8');
-      writeFileSync(file, Buffer.concat([Buffer.from(shipped.replace('description: "List', 'description: "Caf')), Buffer.from([0xe9])]));
-      const line = shipped.split('\n').length;
+      // A U+FFFD of its own on the first line, which is UTF-8: the line named is the one that is not.
+      writeFileSync(file, Buffer.concat([Buffer.from(`# \uFFFD\n${shipped}# caf`), Buffer.from([0xe9]), Buffer.from('\n')]));
+      const line = shipped.split('\n').length + 1;
       expect(await linesOf(file)).toEqual([`${file}:${line}:0: not UTF-8 text: a policy file is UTF-8`]);
     });
 
