@@ -46,6 +46,16 @@ export class LogWriter {
     while (this.#pendingBytes > MAX_PENDING_BYTES && !this.#writePending()) Atomics.wait(pause, 0, 0, 1);
   }
 
+  /**
+   * Writes `bytes` now, after anything pending, and returns only once all of it is written, waiting
+   * for a non-blocking descriptor's reader as a blocking descriptor makes a writer wait: nothing else
+   * this process writes to the same pipe (its stderr, when it is the same file) can land inside it.
+   */
+  writeWhole(bytes: Buffer): void {
+    this.write(bytes);
+    while (!this.#writePending()) Atomics.wait(pause, 0, 0, 1);
+  }
+
   /** Tries again what was refused; true when nothing is left. */
   retry(): boolean {
     return this.#writePending();

@@ -174,7 +174,7 @@ type LineSink = { write(text: string): unknown; flush?(done: (err?: Error) => vo
  * about to end by a signal: signals.ts). A SIGKILL can lose what is still buffered: at most
  * 200 ms of lines.
  */
-function bufferedStdout(blockBytes: number): LineSink {
+function bufferedStdout(blockBytes: number, shared: boolean): LineSink {
   const writer = new LogWriter(STDOUT);
   // Written synchronously, or copied by the writer when refused: one block serves for ever.
   const block = Buffer.allocUnsafeSlow(blockBytes);
@@ -203,7 +203,11 @@ function bufferedStdout(blockBytes: number): LineSink {
         // A line is never split between two blocks.
         if (used + bytes > blockBytes) writeBlock();
         if (bytes > blockBytes) {
-          writer.write(Buffer.from(line)); // a line longer than a block (a long stack): on its own
+          // A line longer than a block (a long stack), on its own. On a shared stdout it cannot be
+          // written atomically: it goes out whole before anything else of this process's (its stderr
+          // when that is the same pipe), waiting for the reader if it must.
+          if (shared) writer.writeWhole(Buffer.from(line));
+          else writer.write(Buffer.from(line));
           return true;
         }
       }
@@ -238,7 +242,8 @@ const LEVEL_VALUES = { info: 30, warn: 40 } as const;
  */
 export function createLogger(level = 'info', destination: LineSink | undefined = undefined, fields: Record<string, unknown> = {}, { sharedStdout = false } = {}): Logger {
   const base = { service: 'acquirer-gateway', ...fields };
-  const sink = destination ?? bufferedStdout(sharedStdout || stdoutIsStderr() ? PIPE_BUF : SOLE_WRITER_BLOCK_BYTES);
+  const shared = sharedStdout || stdoutIsStderr();
+  const sink = destination ?? bufferedStdout(shared ? PIPE_BUF : SOLE_WRITER_BLOCK_BYTES, shared);
   const options = {
     level,
     base,

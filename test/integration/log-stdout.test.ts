@@ -155,12 +155,39 @@ describe('log lines on stdout', () => {
   });
 
   it('stdout and stderr one non-blocking pipe (2>&1), read slowly: what goes to stderr never lands inside a line', async () => {
-    const results = await runChildren('process.exit', 'slow', { nonBlocking: true, stderrToStdout: true, big: false });
+    // A line larger than a block included: it goes out whole before anything else is written.
+    const results = await runChildren('process.exit', 'slow', { nonBlocking: true, stderrToStdout: true });
     expect(results[0]!.code).toBe(0);
     const lines = results.stdout.slice(0, -1).split('\n');
     const isNote = (l: string) => l === 'a note on stderr' || l === 'logged everything';
     expect(lines.filter(isNote)).toHaveLength(3000 / 250 + 1);
-    expectEveryLine(parseLines(lines.filter((l) => !isNote(l)).join('\n') + '\n'), 'z');
+    expectEveryLine(parseLines(lines.filter((l) => !isNote(l)).join('\n') + '\n'));
+  }, 20_000);
+
+  it('stdout and stderr one pipe, a line larger than a block: it goes out whole before what stderr writes next', async () => {
+    // The pipe fills inside the large line: what stderr wrote next was once written in the middle of it.
+    const pipe = await namedPipe();
+    const source = `
+void process.stderr; // the shared pipe turns non-blocking
+const { createLogger } = await import(${JSON.stringify(LOGGER)});
+const logger = createLogger('info');
+logger.warn({ big: 'z'.repeat(200000) }, 'a line larger than the pipe');
+process.stderr.write('a note on stderr\\n');
+setTimeout(() => {
+  logger.info('after');
+  setTimeout(() => process.exit(0), 300);
+}, 100);
+`;
+    const proc = spawn(process.execPath, ['--input-type=module', '-e', source], { stdio: ['ignore', pipe.writeFd, pipe.writeFd] });
+    closeSync(pipe.writeFd);
+    const out: Buffer[] = [];
+    const [code] = await Promise.all([new Promise((resolve) => proc.on('close', resolve)), readSlowly(pipe.readFd, out, 1)]);
+    expect(code).toBe(0);
+    const lines = Buffer.concat(out).toString('utf8').split('\n').filter((l) => l !== '');
+    expect(lines.filter((l) => l === 'a note on stderr')).toHaveLength(1);
+    const logged = lines.filter((l) => l !== 'a note on stderr').map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(logged.map((l) => l.msg)).toEqual(['a line larger than the pipe', 'after']);
+    expect(logged[0]!.big).toBe('z'.repeat(200000));
   }, 20_000);
 
   it('a non-blocking stdout whose reader is seconds behind at exit: every line, as the reader takes them', async () => {
