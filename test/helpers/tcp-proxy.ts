@@ -28,6 +28,9 @@ export async function startTcpProxy(targetUrl: string): Promise<TcpProxy> {
   const firstBytes = new Map<net.Socket, string>();
   /** Each client connection's connection to the target. */
   const pairs = new Map<net.Socket, net.Socket>();
+  /** Connections a blackhole() silenced, and connections it accepted without a target: what unblock() restores. */
+  const silenced = new Set<net.Socket>();
+  const held = new Set<net.Socket>();
   const silence = (client: net.Socket) => {
     client.unpipe();
     client.pause();
@@ -37,9 +40,15 @@ export async function startTcpProxy(targetUrl: string): Promise<TcpProxy> {
     client.on('close', () => {
       sockets.delete(client);
       firstBytes.delete(client);
+      held.delete(client);
+      silenced.delete(client);
     });
     client.on('error', () => {});
-    if (mode === 'blackhole') return; // read nothing, answer nothing
+    if (mode === 'blackhole') return void held.add(client); // read nothing, answer nothing
+    relay(client);
+  });
+  /** Connects a client connection to the target, bytes passing both ways. */
+  const relay = (client: net.Socket) => {
     // Commands may arrive in any chunking: look at the opening bytes as they accumulate.
     const inspect = (chunk: Buffer) => {
       const text = (firstBytes.get(client) ?? '') + chunk.toString('latin1');
@@ -60,7 +69,7 @@ export async function startTcpProxy(targetUrl: string): Promise<TcpProxy> {
     client.on('close', () => upstream.destroy());
     client.pipe(upstream);
     upstream.pipe(client);
-  });
+  };
   const listen = (port: number) =>
     new Promise<void>((resolve, reject) => {
       server.once('error', reject);
@@ -90,15 +99,23 @@ export async function startTcpProxy(targetUrl: string): Promise<TcpProxy> {
         socket.unpipe();
         socket.pause();
       }
+      for (const client of pairs.keys()) silenced.add(client);
     },
     unblock() {
       mode = 'pass';
-      for (const [client, upstream] of pairs) {
+      for (const client of silenced) {
+        const upstream = pairs.get(client)!;
         client.pipe(upstream);
         upstream.pipe(client);
         client.resume();
         upstream.resume();
       }
+      silenced.clear();
+      for (const client of held) {
+        relay(client);
+        client.resume();
+      }
+      held.clear();
     },
     blackholeMatching(text) {
       marker = text;

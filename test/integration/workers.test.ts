@@ -49,6 +49,14 @@ afterAll(() =>
   ),
 );
 
+/** SIGKILL to a process that may have exited meanwhile (its check and the kill race): gone is fine. */
+const killIfAlive = (pid: number) => {
+  try {
+    process.kill(pid, 'SIGKILL');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ESRCH') throw err;
+  }
+};
 const alive = (pid: number) => {
   try {
     process.kill(pid, 0);
@@ -473,7 +481,7 @@ if (cluster.isWorker && cluster.worker.id === 1) {
       await waitFor(() => logEntries(g).some((e) => e.msg === 'worker listening' && e.pid === replaced.replacement_pid), { timeoutMs: 10_000, what: 'the replacement to listen' });
       expect(await burst(g, key, 20)).toEqual(Array(20).fill(200));
     } finally {
-      if (alive(victim)) process.kill(victim, 'SIGKILL');
+      killIfAlive(victim);
       await g.stop();
     }
   }, 30_000);
@@ -494,7 +502,7 @@ if (cluster.isWorker && cluster.worker.id === 1) {
       // Killed after about 10 s of questions unanswered: those seconds are not counted as serving.
       expect((paused.lived_ms as number) - (paused.answered_for_ms as number)).toBeGreaterThanOrEqual(6_000);
     } finally {
-      if (alive(victim)) process.kill(victim, 'SIGKILL');
+      killIfAlive(victim);
       await g.stop();
     }
   }, 30_000);
@@ -549,7 +557,7 @@ if (cluster.isWorker && cluster.worker.id === 1) {
       g.child.kill('SIGTERM');
       await waitFor(() => logEntries(g).some((e) => e.msg === 'shutting down: draining requests in flight'), { what: 'a worker to start draining' });
       // The one holding the request is still draining; the other may be gone already.
-      for (const pid of pids.filter(alive)) process.kill(pid, 'SIGKILL');
+      for (const pid of pids) killIfAlive(pid);
       expect(await cut).toBe('cut');
       expect(await exited).toBe(1);
       const stopped = await waitFor(() => logEntries(g).find((e) => e.msg === 'stopped' && e.pid === primaryPid(g)), { what: 'the primary\'s last line' });
