@@ -92,8 +92,10 @@ export function parsePolicy(source: string, file: string): PolicyLoadResult {
     return { file, line, column: col, message };
   };
 
-  if (doc.errors.length > 0) {
-    return { ok: false, errors: doc.errors.map((e) => at(e.pos[0], `invalid YAML: ${e.message.split('\n')[0]}`)) };
+  // A warning is a file read otherwise than written (an unknown %YAML version read as 1.2, say): refused like an error.
+  const problems = [...doc.errors, ...doc.warnings];
+  if (problems.length > 0) {
+    return { ok: false, errors: problems.map((e) => at(e.pos[0], `invalid YAML: ${e.message.split('\n')[0]}`)) };
   }
   // YAML 1.1 reads `on` as true, `0770` as 504 and `<<` as a merge: the policy would mean other than it says.
   if (doc.directives?.yaml.explicit === true && doc.directives.yaml.version !== '1.2') {

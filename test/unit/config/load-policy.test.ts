@@ -193,6 +193,9 @@ routes:
     ]);
     const yaml11 = parsePolicy('%YAML 1.1\n---\nversion: 1\nacquirer_header: X-Tenant\nupstream_status_map: { 0770: 502, 403: 404, 404: 404 }\npermissions: [{ name: things_read, description: Read }]\nroutes: [{ id: things, method: GET, path: /v1/things, query: { on: slug }, permissions: [things_read] }]\n', 'inline.yaml');
     expect(!yaml11.ok && yaml11.errors.map(formatPolicyError)).toEqual(['inline.yaml:1:1: YAML 1.1 is not read: a policy is YAML 1.2 (leave the %YAML directive out)']);
+    // A version the parser does not know is read as 1.2 with a warning: refused all the same.
+    const yaml20 = parsePolicy('%YAML 2.0\n---\nversion: 1\n', 'inline.yaml');
+    expect(!yaml20.ok && yaml20.errors.map(formatPolicyError)[0]).toMatch(/^inline\.yaml:1:\d+: invalid YAML: /);
     const withStatusMap = (map: string) =>
       parsePolicy(`version: 1\nacquirer_header: X-Tenant\nupstream_status_map: { ${map} }\npermissions: [{ name: things_read, description: Read }]\nroutes: [{ id: things, method: GET, path: /v1/things, permissions: [things_read] }]\n`, 'inline.yaml');
     const statusKeys = withStatusMap('abc: 502, 0x1F4: 502, 503.0: 502, 403: 404, 404: 404');
