@@ -5,13 +5,16 @@ import type { Logger } from '../logger.js';
 import { addressText, peerAddress, resolveClientAddress } from '../net/client-address.js';
 import type { IpAddress, IpAllowlist } from '../net/ip-allowlist.js';
 import type { CompiledPolicy } from '../policy/compile.js';
-import { redactSecrets } from './redact.js';
+import { holdsKey, redactKeysAndBodies } from './redact.js';
 import { createRequestLocals } from '../request-context.js';
 import { methodLabel, UNMATCHED_ROUTE, type GatewayMetrics } from './metrics.js';
 
-/** The request-target as an access line shows it: cut at 512 characters (keys in it: the logger redacts). */
+/**
+ * The request-target as an access line shows it: cut at 512 characters, and a key's random part on
+ * its own replaced (a whole key, prefix and all, the logger redacts in every string).
+ */
 export function loggedPath(url: string): string {
-  return url.length > 512 ? url.slice(0, 512) + '…' : url;
+  return redactKeysAndBodies(url.length > 512 ? url.slice(0, 512) + '…' : url);
 }
 
 /** An incoming request id is kept only if it is short and plain: it goes into logs and upstream. */
@@ -43,7 +46,7 @@ export function createRequestObserver({ policy, metrics, logger, trustedProxies 
     const incoming = req.headers['x-request-id'];
     // One that holds a key (a client's own, pasted into the wrong header) is replaced: kept, it would
     // go upstream and come back, where the Authorization header never goes.
-    const requestId = typeof incoming === 'string' && VALID_REQUEST_ID.test(incoming) && redactSecrets(incoming) === incoming ? incoming : randomUUID();
+    const requestId = typeof incoming === 'string' && VALID_REQUEST_ID.test(incoming) && !holdsKey(incoming) ? incoming : randomUUID();
     // Replaces Express's own (empty) locals: see createRequestLocals.
     const locals = createRequestLocals(policy(), requestId, startedAt);
     res.locals = locals;

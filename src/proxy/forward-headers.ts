@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
 import { isIP } from 'node:net';
+import { holdsKey } from '../observability/redact.js';
 
 /** Hop-by-hop headers (RFC 9110 §7.6.1) and their common non-standard relatives. */
 export const HOP_BY_HOP = new Set([
@@ -124,7 +125,11 @@ export function buildUpstreamHeaders(
   const nominated = connectionTokens(incoming.connection);
   const outgoing: OutgoingHttpHeaders = {};
   for (const name of Object.keys(incoming)) {
-    if (FORWARDED_REQUEST_HEADERS.has(name) && !nominated.has(name)) outgoing[name] = incoming[name];
+    if (!FORWARDED_REQUEST_HEADERS.has(name) || nominated.has(name)) continue;
+    const value = incoming[name];
+    // A key (or its random part) pasted into another header never travels where Authorization does not.
+    if (typeof value === 'string' && holdsKey(value)) continue;
+    outgoing[name] = value;
   }
   outgoing[acquirerHeader] = acquirerId;
   outgoing['x-request-id'] = requestId; // the one the gateway logged, whatever the client sent
@@ -353,7 +358,8 @@ export function buildClientHeaders(
     let passed = rewrite === undefined ? value : rewrite(value, address.origin);
     if (name === 'cache-control') passed = privateCacheControl(passed);
     else if (name === 'vary') passed = clientVary(`${passed}\n${acquirerHeader}`);
-    if (passed === '' || namesUpstream(passed, address.host)) continue;
+    // Nor does the upstream hand a key on to the client (echoed from a query, say).
+    if (passed === '' || namesUpstream(passed, address.host) || holdsKey(passed)) continue;
     outgoing[name] = passed;
   }
   if (withoutBody) outgoing['content-length'] = '0';

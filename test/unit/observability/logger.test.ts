@@ -1,6 +1,7 @@
 import { Writable } from 'node:stream';
 import fc from 'fast-check';
 import { createLogger } from '../../../src/logger.js';
+import { loggedPath } from '../../../src/observability/request-observer.js';
 
 const KEY = `acquirer_key_${'S'.repeat(43)}`;
 
@@ -254,5 +255,15 @@ describe('flat records (the access log)', () => {
     logger.flat('info', record, 'request');
     logger.flat('warn', record, 'request');
     expect(lines.map((l) => JSON.parse(l).level)).toEqual([40, 30]);
+  });
+});
+
+describe('the access line\'s path', () => {
+  it('loses a key\'s random part standing alone, not only a whole key, and is cut at 512 characters', () => {
+    const body = 'RbIL7GCn_NE2Al9PxbJ18r6w5rAagZSkraEvZDALRNw'; // as generateKey makes them: mixed case
+    expect(loggedPath(`/v1/acquirer/eod_statements?a=acquirer_key_&b=${body}`)).toBe('/v1/acquirer/eod_statements?a=acquirer_key_&b=[redacted]');
+    expect(loggedPath(`/${body}`)).toBe('/[redacted]');
+    expect(loggedPath('/v1/acquirer/eod_statements/9b2f4c1e-6d7a-4e8b-9c0d-1a2b3c4d5e6f.csv')).toBe('/v1/acquirer/eod_statements/9b2f4c1e-6d7a-4e8b-9c0d-1a2b3c4d5e6f.csv');
+    expect(loggedPath(`/${'a'.repeat(600)}`)).toBe(`/${'a'.repeat(511)}…`);
   });
 });

@@ -80,6 +80,17 @@ describe('buildUpstreamHeaders', () => {
     expect(out).toEqual({ ...kept, 'x-acquirer-id': 'acq_1', 'x-request-id': 'req-1' });
   });
 
+  it('a listed header that holds a key, or its random part alone, is not passed: a key goes nowhere Authorization does not', () => {
+    const key = `acquirer_key_${'Ab1'.repeat(15)}`;
+    const headers = buildUpstreamHeaders(
+      { accept: key, 'user-agent': `curl/8 ${key.slice('acquirer_key_'.length)}`, traceparent: `00-${key}-01`, 'accept-language': 'en', host: 'gw' },
+      'x-acquirer-id',
+      'acq_1',
+      'req-1',
+    );
+    expect(headers).toEqual({ 'accept-language': 'en', 'x-acquirer-id': 'acq_1', 'x-request-id': 'req-1' });
+  });
+
   it('a listed header the client names in Connection is hop-by-hop: not passed', () => {
     expect(buildUpstreamHeaders({ connection: 'range', range: 'bytes=0-9', accept: '*/*' }, 'x-acquirer-id', 'acq_1', 'req-1')).toEqual({
       accept: '*/*',
@@ -231,6 +242,18 @@ describe('buildClientHeaders', () => {
     expect(buildClientHeaders(200, { refresh: '5;URL=\'http://10.0.0.5:8080/b\'' }, 'r', ORIGIN, ACQ).refresh).toBe('5;URL=\'/b\'');
     expect(buildClientHeaders(200, { refresh: '5' }, 'r', ORIGIN, ACQ).refresh).toBe('5');
     expect(buildClientHeaders(200, { refresh: '1; url=http://10.0.0.50:8080/' }, 'r', ORIGIN, ACQ).refresh).toBe('1; url=http://10.0.0.50:8080/');
+  });
+
+  it('drops any passed header that holds a key: an upstream that echoes one hands it to nobody', () => {
+    const key = `acquirer_key_${'Ab1'.repeat(15)}`;
+    expect(
+      buildClientHeaders(200, {
+        'content-location': `/x?k=${key}`,
+        link: `<https://docs.example/${key}>; rel="help"`,
+        'content-disposition': `attachment; filename="${key.slice('acquirer_key_'.length)}.csv"`,
+        'content-type': 'text/csv',
+      }, 'r', ORIGIN, ACQ),
+    ).toEqual({ 'content-type': 'text/csv', 'x-request-id': 'r' });
   });
 
   it('drops any passed header that names the upstream\'s host, with or without a scheme or port, and only that host', () => {
