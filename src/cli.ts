@@ -44,7 +44,8 @@ async function main(argv: string[]): Promise<void> {
       const { policyCommand } = await import('./cli/policy-command.js');
       return policyCommand(args, {
         env: process.env,
-        out: (text) => process.stdout.write(text),
+        // A policy holds no key (the loader refuses one), but a file's name could: redacted like stderr.
+        out: (text) => process.stdout.write(redactKeysAndBodies(text)),
         err: (line) => process.stderr.write(redactKeysAndBodies(line) + '\n'),
       });
     }

@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import { open } from 'node:fs/promises';
 import { isMap, isNode, isScalar, isSeq, LineCounter, parseDocument, visit, type Document, type ParsedNode } from 'yaml';
 import type { z } from 'zod';
+import { holdsKey, redactKeysAndBodies } from '../observability/redact.js';
 import { compilePolicy, type CompiledPolicy } from '../policy/compile.js';
 import { policySchema } from '../policy/schema.js';
 
@@ -85,6 +86,12 @@ const sameKey = (a: ParsedNode, b: ParsedNode): boolean => a === b || (isScalar(
  * Every problem is reported, not just the first, each with its line and column.
  */
 export function parsePolicy(source: string, file: string): PolicyLoadResult {
+  const result = parseUnredacted(source, file);
+  // Messages quote what the file says (a key, an alias, a tag): never a key, wherever they are shown.
+  return result.ok ? result : { ok: false, errors: result.errors.map((e) => ({ ...e, message: redactKeysAndBodies(e.message) })) };
+}
+
+function parseUnredacted(source: string, file: string): PolicyLoadResult {
   const lineCounter = new LineCounter();
   const doc = parseDocument(source, { lineCounter, prettyErrors: false, uniqueKeys: sameKey });
   const at = (offset: number, message: string): PolicyError => {
@@ -112,6 +119,13 @@ export function parsePolicy(source: string, file: string): PolicyLoadResult {
     // `!!omap`, `!!set`, `!!binary` …: values of other kinds than the policy's, read as other than written.
     Node(_, node) {
       if (node.tag !== undefined) unread.push(at(node.range?.[0] ?? 0, `YAML tags are not allowed (${node.tag}): write the value plainly`));
+    },
+    // A policy names routes and permissions; a key in it (a description, a path) would be served in
+    // the catalogue, printed by `policy` and logged.
+    Scalar(_, node) {
+      if (typeof node.value === 'string' && holdsKey(node.value)) {
+        unread.push(at(node.range?.[0] ?? 0, 'this holds what is shaped like an API key or its random part: a policy holds none'));
+      }
     },
     Pair(_, pair, ancestors) {
       const key = pair.key;

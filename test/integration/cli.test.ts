@@ -1,5 +1,7 @@
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import net from 'node:net';
 import { runCli, startServe } from '../helpers/cli.js';
 import { waitFor } from '../helpers/wait.js';
@@ -321,6 +323,21 @@ describe('policy check, diff and routes', () => {
       expect(result.stderr).toBe('acquirer-gateway: invalid configuration: POLICY_FILE: must not be empty (got "")\n');
     },
   );
+
+  it('check: a file whose name holds a key is named without it', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'policy-name-'));
+    try {
+      const body = 'RbIL7GCn_NE2Al9PxbJ18r6w5rAagZSkraEvZDALRNw';
+      const file = path.join(dir, `acquirer_key_${body}.yaml`);
+      copyFileSync('policies/acquirer-api.yaml', file);
+      const result = await runCli(['policy', 'check', file]);
+      expect(result.code).toBe(0);
+      expect(result.stdout).toMatch(/: ok \(4 routes/);
+      expect(result.stdout).not.toContain(body);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 
   it('check: exit 0 with a summary for a valid policy', async () => {
     const result = await runCli(['policy', 'check', 'policies/acquirer-api.yaml']);

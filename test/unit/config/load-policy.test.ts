@@ -215,6 +215,16 @@ routes:
     ]);
   });
 
+  it('a key, or its random part alone, anywhere in it: refused, and never quoted back', () => {
+    const body = 'RbIL7GCn_NE2Al9PxbJ18r6w5rAagZSkraEvZDALRNw';
+    const described = parsePolicy(`version: 1\nacquirer_header: X-Tenant\npermissions: [{ name: things_read, description: "see acquirer_key_${body}" }]\nroutes: [{ id: things, method: GET, path: /v1/things, permissions: [things_read] }]\n`, 'inline.yaml');
+    expect(!described.ok && described.errors.map(formatPolicyError)).toEqual(['inline.yaml:3:49: this holds what is shaped like an API key or its random part: a policy holds none']);
+    const aliased = parsePolicy(`version: 1\nacquirer_header: X-Tenant\npermissions: [{ name: things_read, description: *${body} }]\n`, 'inline.yaml');
+    const lines = !aliased.ok ? aliased.errors.map(formatPolicyError) : [];
+    expect(lines.length).toBeGreaterThan(0);
+    for (const line of lines) expect(line).not.toContain(body);
+  });
+
   it('a path parameter named like a property every object has, without a type of its own', () => {
     expect(inlineErrors('  - { id: things, method: GET, path: /v1/things/:constructor, permissions: [things_read] }\n')).toEqual([
       'inline.yaml:6:38: routes.0.path: bad path template: parameter :constructor has no type in params',
