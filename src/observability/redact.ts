@@ -6,22 +6,14 @@
 const KEY_LIKE = /acquirer_(?:api_)?key_(?:[A-Za-z0-9_-]|%[0-9A-Fa-f]{2})+/gi;
 const HAS_KEY = /acquirer_(?:api_)?key_[A-Za-z0-9_-]/i;
 
-const PREFIX = 'acquirer';
-
 /**
- * Whether a text could hold a key: `acquirer_` in any case, or a percent sign that could encode any
- * of it. Every string of every log line is asked (a dozen per access line), so by character codes,
- * at each underscore, rather than by a case-insensitive regex, which counted 6k instructions per request.
+ * Whether a text could need redacting: `acquirer_` in any case, a percent sign that could encode any
+ * of it, or a URL whose authority holds an `@` (a password). Every string of every log line and every
+ * forwarded header is asked, so in one regular expression: a loop over character codes loaded
+ * `charCodeAt` and `indexOf` through V8's generic property load on strings of every kind
+ * (bench/RESULTS.md, sixteenth session), and an earlier regex per pattern scanned each text twice.
  */
-function mayHoldKey(text: string): boolean {
-  for (let at = text.indexOf('_', PREFIX.length); at !== -1; at = text.indexOf('_', at + 1)) {
-    let same = true;
-    // `| 0x20` lowers ASCII letters; a non-letter it maps onto a letter only costs the slow path.
-    for (let i = 0; i < PREFIX.length && same; i++) same = (text.charCodeAt(at - PREFIX.length + i) | 0x20) === PREFIX.charCodeAt(i);
-    if (same) return true;
-  }
-  return text.includes('%');
-}
+const MAY_NEED_REDACTING = /acquirer_|%|:\/\/[^]*@/i;
 
 /** The password of a URL with credentials (redis://user:password@host). */
 const URL_PASSWORD = /\b([a-z][a-z0-9+.-]*:\/\/[^\s:/@]*:)[^\s@/]+@/gi;
@@ -50,9 +42,7 @@ function percentDecoded(text: string): string | null {
 export function redactSecrets(text: string): string {
   // Every log line passes through here: a string neither pattern can match is returned as it is,
   // without a scan by each regex and a copy.
-  const maybeKey = mayHoldKey(text);
-  const withPassword = text.includes('://') && text.includes('@');
-  if (!maybeKey && !withPassword) return text;
+  if (!MAY_NEED_REDACTING.test(text)) return text;
   const redacted = text.replace(KEY_LIKE, 'acquirer_key_[redacted]').replace(URL_PASSWORD, '$1[redacted]@');
   // A prefix spelled with percent-encoded characters (`acquirer%5Fkey_…`), once or more; or a text
   // encoded so often that what it hides was not reached (no log reader needs one).
