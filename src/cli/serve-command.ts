@@ -39,6 +39,13 @@ export async function serveCommand(args: string[], startUp: StartUpSignals): Pro
   const logger = createLogger(config.logLevel, undefined, clustered ? { pid: process.pid } : {}, { sharedStdout: clustered });
   // A fault in one request's handling is logged, never allowed to take every other request down.
   process.on('unhandledRejection', (reason) => logger.error({ err: reason }, 'unhandled rejection'));
+  // A throw outside any request (a timer, an event listener) leaves the process in a state nobody
+  // knows: it ends, as Node's default has it end, but said as a log line like any other, JSON and
+  // redacted, where Node would print the raw error to stderr.
+  process.on('uncaughtException', (err) => {
+    logger.fatal({ err }, 'uncaught exception: exiting');
+    process.exit(1);
+  });
   startUp.flushLogsWith(() => logger.flush());
   if (clustered && cluster.isWorker) return serveWorker(config, logger, startUp);
   // The one process, or the primary: the only reader of the policy file.

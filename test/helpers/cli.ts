@@ -43,6 +43,8 @@ export interface ServeProcess {
   readonly adminUrl: string;
   readonly child: ChildProcess;
   readonly logLines: string[];
+  /** What it wrote to stderr so far. */
+  stderr(): string;
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
@@ -84,6 +86,7 @@ export async function startServe(env: Record<string, string>, { viaShebang = fal
     adminUrl: `http://127.0.0.1:${adminPort}`,
     child,
     logLines,
+    stderr: () => stderr,
     async stop(signal = 'SIGTERM') {
       if (child.exitCode === null) child.kill(signal);
       return exited;

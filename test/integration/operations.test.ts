@@ -535,6 +535,20 @@ describe('shutdown', () => {
 });
 
 describe('logs', () => {
+  it('a throw outside any request ends the process with exit 1, said as a JSON line without the key', async () => {
+    const g = await startServe({ ...env, UPSTREAM_URL: upstream.url, POLICY_FILE: policyFile, THROW_ON_SIGUSR2: '1' }, { script: 'test/fixtures/gated-serve.mjs' });
+    const exited = new Promise<number | null>((resolve) => g.child.once('exit', (code) => resolve(code)));
+    g.child.kill('SIGUSR2');
+    expect(await exited).toBe(1);
+    const fatal = await waitFor(() => g.logLines.map((l) => JSON.parse(l) as Record<string, unknown>).find((e) => e.msg === 'uncaught exception: exiting'), {
+      what: 'the fatal line',
+      timeoutMs: 3000,
+    });
+    expect(fatal).toMatchObject({ level: 60, err: { message: 'a fault outside any request, quoting acquirer_key_[redacted]' } });
+    expect(g.stderr()).not.toContain('Q'.repeat(43));
+    for (const line of g.logLines) expect(line).not.toContain('Q'.repeat(43));
+  });
+
   it('never hold a key, whatever clients sent', async () => {
     const g = await serve();
     const { key } = await createKey(env, { acquirer: 'acq_1', permissions: ['eod_list', 'eod_read'] });
