@@ -100,12 +100,20 @@ export function diffPolicies(oldPolicy: CompiledPolicy, newPolicy: CompiledPolic
   return out.join('\n');
 }
 
+/** Characters that change how text around them shows without showing themselves (bidi controls, zero widths, line separators). */
+const INVISIBLE = /[\p{Cf}\p{Zl}\p{Zp}]/gu;
+
 /**
  * A description, the one free text of a policy, as it shows in rendered Markdown: quoted, on one line,
  * and with no HTML of its own (`<!--` would hide the rest of the review, an acquirer-header change in it).
+ * Invisible characters are spelled out as `\uXXXX`: a right-to-left override would show the text
+ * after it reversed, and with it whatever a reviewer reads next on the line.
  */
 function freeText(text: string): string {
-  return JSON.stringify(text).replace(/&/g, '&amp;').replace(/</g, '&lt;');
+  return JSON.stringify(text)
+    .replace(INVISIBLE, (c) => [...Array(c.length).keys()].map((i) => `\\u${c.charCodeAt(i).toString(16).padStart(4, '0')}`).join(''))
+    .replace(/&/g, '&amp;')
+    .replace(/</g, '&lt;');
 }
 
 /** A route's query declaration as a reviewer reads it. */

@@ -62,6 +62,21 @@ describe('a description in a diff', () => {
     expect(markdown).not.toContain('<!--');
     expect(markdown).toContain('- ⚠️ acquirer header `x-tenant` → `x-other`');
   });
+
+  it('spells out characters that would change how the line shows without showing themselves', () => {
+    const withDescription = (description: string) =>
+      parsePolicy(
+        `version: 1\nacquirer_header: X-Tenant\npermissions:\n  - { name: things_read, description: ${JSON.stringify(description)} }\nroutes:\n  - { id: things, method: GET, path: /v1/things, permissions: [things_read] }\n`,
+        'p.yaml',
+      );
+    // A right-to-left override, an isolate, a zero-width space, a byte-order mark, a line separator and a tag
+    // character (outside the BMP: spelled as its two UTF-16 units, as JSON would).
+    const [a, b] = [withDescription('Read things'), withDescription('Read \u202Eabc\u2066x\u2069\u200By\uFEFFz\u2028end\u{E0041}')];
+    if (!a.ok || !b.ok) throw new Error('invalid test policy');
+    const markdown = diffPolicies(a.policy, b.policy, 'a', 'b');
+    expect(markdown).toContain('- `things_read`: description "Read things" → "Read \\u202eabc\\u2066x\\u2069\\u200by\\ufeffz\\u2028end\\udb40\\udc41"\n');
+    expect(markdown).not.toMatch(/[\u202e\u2066\u2069\u200b\ufeff\u2028]|\u{E0041}/u);
+  });
 });
 
 describe('a path parameter\'s type and the status map in a diff', () => {
