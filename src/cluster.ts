@@ -193,10 +193,13 @@ export async function runPrimary(config: Config, logger: Logger, startUp: StartU
   };
 
   const readiness = async (): Promise<ReadinessCheck> => {
+    // Each worker must run the policy accepted last: one that could not take it serves another. Last
+    // as of the question: a worker takes messages in order, so its answer reflects every policy
+    // accepted before it was asked, and none accepted while its answer was on the way back (judged
+    // against one of those, a reload made readiness fail for the moments it takes to apply).
+    const accepted = policyFile.accepted.policy.contentHash;
     const answers = (await askAll('readiness')).flatMap(({ answer }) => (answer === null ? [] : [answer]));
     const all = answers.map((answer) => answer.readiness!);
-    // Each worker must run the policy accepted last: one that could not take it serves another.
-    const accepted = policyFile.accepted.policy.contentHash;
     return {
       policy: all.every((c) => c.policy === 'ok') && answers.every((answer) => answer.policy === accepted) ? 'ok' : 'not_loaded',
       key_store: all.every((c) => c.key_store === 'ok') ? 'ok' : 'unavailable',

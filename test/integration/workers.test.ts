@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import http from 'node:http';
@@ -347,6 +347,54 @@ if (cluster.isWorker && cluster.worker.id === 1) {
       expect(policyInfo((await request(g.adminUrl, '/metrics')).body.toString()).sort()).toEqual(
         [`acquirer_gateway_policy_info{hash="${sha256(SHIPPED_POLICY)}"} 1`, `acquirer_gateway_policy_info{hash="${sha256(changed)}"} 1`].sort(),
       );
+    } finally {
+      expect(await g.stop()).toBe(0);
+    }
+  }, 30_000);
+
+  /**
+   * Loaded in every process: while the file named by READINESS_GATE exists, the first worker forked
+   * answers a readiness question at once but sends the answer only after it has applied the next
+   * policy the primary sends: an answer on its way back while a reload is applied. It says how many
+   * answers it holds in READINESS_GATE.held.
+   */
+  const FIRST_WORKER_ANSWERS_LATE = `--import=data:text/javascript,${encodeURIComponent(`import cluster from 'node:cluster';
+import { existsSync, writeFileSync } from 'node:fs';
+if (cluster.isWorker && cluster.worker.id === 1) {
+  const held = [];
+  const send = process.send.bind(process);
+  process.send = (message, ...rest) => {
+    if (message && message.type === 'answer' && message.readiness && existsSync(process.env.READINESS_GATE)) {
+      held.push(message);
+      writeFileSync(process.env.READINESS_GATE + '.held', String(held.length));
+    } else send(message, ...rest);
+    return true;
+  };
+  process.on('message', (message) => {
+    if (message && message.type === 'policy') setImmediate(() => held.splice(0).forEach((m) => send(m)));
+  });
+}`)}`;
+
+  it('stays ready through a reload: an answer given before the new policy is judged against the one accepted when asked', async () => {
+    const policyFile = path.join(tempDir(), 'policy.yaml');
+    const gate = path.join(tempDir(), 'answer-late');
+    writeFileSync(policyFile, SHIPPED_POLICY);
+    const g = await startServe({ ...env, WORKERS: '2', POLICY_FILE: policyFile, POLICY_WATCH: 'false', READINESS_GATE: gate, NODE_OPTIONS: FIRST_WORKER_ANSWERS_LATE });
+    try {
+      expect((await request(g.adminUrl, '/readyz')).status).toBe(200);
+      writeFileSync(gate, '');
+      const asked = request(g.adminUrl, '/readyz');
+      // The question is with the worker before the reload is asked for.
+      await waitFor(() => existsSync(`${gate}.held`), { what: 'the first worker to hold its answer' });
+      const changed = `${SHIPPED_POLICY}\n# changed\n`;
+      writeFileSync(policyFile, changed);
+      process.kill(primaryPid(g), 'SIGHUP');
+      const ready = await asked;
+      // Both workers moved to the new policy, the first after it had answered.
+      await waitFor(() => logEntries(g).filter((e) => e.msg === 'policy applied' && e.to === sha256(changed)).length === 2, { what: 'both workers to apply it' });
+      expect([ready.status, JSON.parse(ready.body.toString()).checks]).toEqual([200, { policy: 'ok', key_store: 'ok', shutdown: 'no', workers: 'ok' }]);
+      rmSync(gate);
+      expect((await request(g.adminUrl, '/readyz')).status).toBe(200);
     } finally {
       expect(await g.stop()).toBe(0);
     }
