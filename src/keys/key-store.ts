@@ -58,6 +58,37 @@ export class ChangeNotAnnouncedError extends Error {
 }
 
 /**
+ * The command that writes the change reached Redis, or may have, but its answer never came back (the
+ * connection dropped or timed out after EXEC was sent): the change may be written, and if it is,
+ * running gateways were not told of it. Running the same command again is safe, and announces it.
+ */
+export class ChangeUnconfirmedError extends Error {
+  constructor(id: string, cause: unknown) {
+    super(
+      `key ${id}: Redis did not confirm the change (${(cause as Error)?.message ?? String(cause)}); it may be written, and if so ` +
+        'running gateways were not told of it and apply it only when their cached copy expires (KEY_CACHE_TTL_MS): run the same command again',
+      { cause },
+    );
+    this.name = 'ChangeUnconfirmedError';
+  }
+}
+
+/**
+ * A key's creation reached Redis, or may have, but its answer never came back: the key may exist,
+ * while its secret was never printed and cannot be recovered.
+ */
+export class CreationUnconfirmedError extends Error {
+  constructor(id: string, cause: unknown) {
+    super(
+      `key ${id}: Redis did not confirm the key's creation (${(cause as Error)?.message ?? String(cause)}); it may exist, but its key was ` +
+        `not printed and cannot be recovered: if \`keys show ${id}\` finds it, disable it (\`keys disable ${id}\`), and create another`,
+      { cause },
+    );
+    this.name = 'CreationUnconfirmedError';
+  }
+}
+
+/**
  * Where key records live. Lookups reject when the store cannot answer (never resolve to a guess);
  * `null` always means "no such key".
  */

@@ -2,7 +2,7 @@ import { Redis, type RedisOptions } from 'ioredis';
 import { z } from 'zod';
 import { parseCidr } from '../net/ip-allowlist.js';
 import { isValidAcquirerId, type ApiKeyRecord } from './api-key.js';
-import { ChangeNotAnnouncedError, CorruptKeyRecordError, KeyDisabledError, KeyNotFoundError, type KeyChanges, type KeyStore, type KeyStoreListener } from './key-store.js';
+import { ChangeNotAnnouncedError, ChangeUnconfirmedError, CorruptKeyRecordError, CreationUnconfirmedError, KeyDisabledError, KeyNotFoundError, type KeyChanges, type KeyStore, type KeyStoreListener } from './key-store.js';
 
 export const DEFAULT_REDIS_KEY_PREFIX = 'acquirer-gateway:';
 export const DEFAULT_REDIS_COMMAND_TIMEOUT_MS = 500;
@@ -299,7 +299,10 @@ export class RedisKeyStore implements KeyStore {
       .set(idKey, record.key_hash)
       .set(this.#recordKey(record.key_hash), JSON.stringify(record))
       .sadd(idsKey, record.id)
-      .exec();
+      .exec()
+      .catch((err: unknown) => {
+        throw new CreationUnconfirmedError(record.id, err);
+      });
     if (results === null) throw new Error(`key id ${record.id} already exists`); // taken in between
     const failed = results.find(([err]) => err !== null);
     if (failed !== undefined) {
@@ -368,7 +371,15 @@ export class RedisKeyStore implements KeyStore {
         await this.#publishChange(id, hash);
         return current;
       }
-      const committed = await this.#client.multi().set(recordKey, JSON.stringify(next)).exec();
+      // A failure here may come after Redis ran the transaction (its answer lost with the connection):
+      // the change may be written and is not announced, which a plain connection error would not say.
+      const committed = await this.#client
+        .multi()
+        .set(recordKey, JSON.stringify(next))
+        .exec()
+        .catch((err: unknown) => {
+          throw new ChangeUnconfirmedError(id, err);
+        });
       if (committed === null) continue; // someone else wrote in between: read again
       await this.#publishChange(id, hash);
       return next;

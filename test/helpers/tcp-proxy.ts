@@ -15,6 +15,7 @@ export interface TcpProxy {
   blackhole(): void;
   unblock(): void;
   blackholeMatching(marker: string): void;
+  cutBeforeAnswerTo(command: string): void;
   heal(): Promise<void>;
   close(): Promise<void>;
 }
@@ -24,6 +25,8 @@ export async function startTcpProxy(targetUrl: string): Promise<TcpProxy> {
   const sockets = new Set<net.Socket>();
   let mode: 'pass' | 'blackhole' = 'pass';
   let marker: string | undefined;
+  /** A command whose answer the next connection to send it never gets (cutBeforeAnswerTo). */
+  let answerCut: string | undefined;
   /** What each client connection sent first, to recognise it later. */
   const firstBytes = new Map<net.Socket, string>();
   /** Each client connection's connection to the target. */
@@ -58,6 +61,23 @@ export async function startTcpProxy(targetUrl: string): Promise<TcpProxy> {
     };
     client.on('data', inspect);
     const upstream = net.connect(Number(target.port), target.hostname);
+    // The command as RESP spells it, looked for across chunk boundaries in what the client sends.
+    let tail = '';
+    client.on('data', (chunk: Buffer) => {
+      if (answerCut === undefined) return;
+      const text = tail + chunk.toString('latin1');
+      tail = text.slice(-64);
+      if (!text.toUpperCase().includes(`\r\n${answerCut.toUpperCase()}\r\n`)) return; // a client may send it in lower case
+      answerCut = undefined;
+      // This chunk is on its way to Redis already (pipe's listener ran first); its answer cannot be
+      // here before the next turn of the event loop.
+      upstream.unpipe(client);
+      upstream.once('data', () => {
+        client.destroy();
+        upstream.destroy();
+      });
+      upstream.resume();
+    });
     sockets.add(upstream);
     pairs.set(client, upstream);
     client.on('close', () => pairs.delete(client));
@@ -116,6 +136,9 @@ export async function startTcpProxy(targetUrl: string): Promise<TcpProxy> {
         client.resume();
       }
       held.clear();
+    },
+    cutBeforeAnswerTo(command) {
+      answerCut = command;
     },
     blackholeMatching(text) {
       marker = text;

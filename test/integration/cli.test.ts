@@ -7,6 +7,7 @@ import { runCli, startServe } from '../helpers/cli.js';
 import { waitFor } from '../helpers/wait.js';
 import { request } from '../helpers/http.js';
 import { startTestRedis, type TestRedis } from '../helpers/redis.js';
+import { startTcpProxy } from '../helpers/tcp-proxy.js';
 
 let redis: TestRedis;
 let env: Record<string, string>;
@@ -99,6 +100,52 @@ describe('keys show, update, disable, list', () => {
       expect(result.stderr).not.toContain(body.slice(0, 16));
     }
     expect(JSON.parse((await runCli(['keys', 'show', id], env)).stdout)).toMatchObject({ id, permissions: ['eod_list'], disabled_at: null });
+  });
+
+  it('a change whose answer from Redis was lost exits 1 saying it may be written, and running the command again announces it', async () => {
+    const { id } = JSON.parse((await runCli(['keys', 'create', '--acquirer', 'acq_unconfirmed', '--permissions', 'eod_list'], env)).stdout);
+    const relay = await startTcpProxy(redis.url);
+    const listener = redis.client.duplicate();
+    const heard: string[] = [];
+    await listener.subscribe(`${redis.prefix}events`);
+    listener.on('message', (_channel: string, message: string) => heard.push(message));
+    try {
+      for (const args of [['update', id, '--permissions', 'eod_list,eod_read'], ['disable', id]]) {
+        relay.cutBeforeAnswerTo('EXEC');
+        const result = await runCli(['keys', ...args], { ...env, REDIS_URL: relay.url });
+        expect([result.code, result.stdout]).toEqual([1, '']);
+        expect(result.stderr).toMatch(
+          new RegExp(`^acquirer-gateway: key ${id}: Redis did not confirm the change \\(.*\\); it may be written, and if so running gateways were not told of it and apply it only when their cached copy expires \\(KEY_CACHE_TTL_MS\\): run the same command again\n$`),
+        );
+      }
+      // Both were written, and neither announced.
+      expect(JSON.parse((await runCli(['keys', 'show', id], env)).stdout)).toMatchObject({ permissions: ['eod_list', 'eod_read'], disabled_at: expect.any(String) });
+      expect(heard).toEqual([]);
+      expect((await runCli(['keys', 'disable', id], env)).code).toBe(0);
+      await waitFor(() => heard.length > 0, { what: 'the change notice' });
+      expect(JSON.parse(heard[0]!)).toMatchObject({ type: 'changed' });
+    } finally {
+      listener.disconnect();
+      await relay.close();
+    }
+  });
+
+  it("a creation whose answer from Redis was lost exits 1, prints no key, and says how to find and disable it", async () => {
+    const relay = await startTcpProxy(redis.url);
+    let id: string;
+    try {
+      relay.cutBeforeAnswerTo('EXEC');
+      const result = await runCli(['keys', 'create', '--acquirer', 'acq_lost', '--permissions', 'eod_list'], { ...env, REDIS_URL: relay.url });
+      expect([result.code, result.stdout]).toEqual([1, '']);
+      const said = /^acquirer-gateway: key (key_[A-Za-z0-9_-]+): Redis did not confirm the key's creation \(Connection is closed\.\); it may exist, but its key was not printed and cannot be recovered: if `keys show (\1)` finds it, disable it \(`keys disable (\1)`\), and create another\n$/.exec(result.stderr);
+      expect(said).not.toBeNull();
+      id = said![1]!;
+      expect(result.stderr).not.toContain('acquirer_key_');
+    } finally {
+      await relay.close();
+    }
+    expect(JSON.parse((await runCli(['keys', 'show', id], env)).stdout)).toMatchObject({ acquirer_id: 'acq_lost', disabled_at: null });
+    expect((await runCli(['keys', 'disable', id], env)).code).toBe(0);
   });
 
   it('a change written but not announced exits 1 and says so, and running the command again announces it', async () => {
