@@ -141,7 +141,7 @@ export class KeyResolver {
         return cached.verdict;
       }
       const outageStart = this.#outageStart();
-      const trusted = outageStart === null ? now - cached.fetchedAt < this.#ttlMs : now - outageStart < this.#outageGraceMs;
+      const trusted = outageStart === null ? now - cached.fetchedAt < this.#ttlMs : this.#standsIn(cached, now, outageStart);
       if (trusted) {
         this.#onResolution('memory', 'hit');
         return cached.verdict;
@@ -195,6 +195,17 @@ export class KeyResolver {
     this.#stopProbing();
   }
 
+  /**
+   * Whether a cached valid verdict may answer for the store during an outage: for the grace from the
+   * outage's start, and only while Redis confirmed it within the TTL and the grace together. An
+   * answer of any age would let a record deleted by hand, or a disable whose notice was never
+   * published, come back for the length of any later blip; a silent outage is often first seen by
+   * the lookup of an entry that has just expired, which must still stand in.
+   */
+  #standsIn(cached: CachedVerdict, now: number, outageStart: number): boolean {
+    return now - outageStart < this.#outageGraceMs && now - cached.fetchedAt < this.#ttlMs + this.#outageGraceMs;
+  }
+
   #outageStart(): number | null {
     if (this.#storeDownSince === null) return this.#failingSince;
     if (this.#failingSince === null) return this.#storeDownSince;
@@ -230,7 +241,7 @@ export class KeyResolver {
         this.#onResolution('redis', 'error');
         const outageStart = this.#outageStart() ?? now;
         // An expired entry may stand in briefly: a blip in Redis must not log every client out.
-        if (stale !== undefined && now - outageStart < this.#outageGraceMs) return stale.verdict;
+        if (stale !== undefined && this.#standsIn(stale, now, outageStart)) return stale.verdict;
         throw new KeyStoreUnavailableError(err);
       },
     );

@@ -341,6 +341,35 @@ describe('KeyResolver', () => {
     await expect(resolver.resolve(record.key_hash)).rejects.toBeInstanceOf(KeyStoreUnavailableError);
   });
 
+  it('lets no answer stand in for the store once Redis last confirmed it longer ago than the TTL and the grace together', async () => {
+    const { store, resolver, clock } = setup();
+    const record = newRecord();
+    await store.create(record);
+    await resolver.resolve(record.key_hash);
+    // A day unused, then removed by hand (no notice), then an outage: the day-old answer is not the store's.
+    clock.advance(24 * 3600_000);
+    store.removed.add(record.key_hash);
+    store.emit({ type: 'health', healthy: false });
+    store.failing = true;
+    expect(resolver.fromMemory(record.key_hash)).toBeUndefined();
+    await expect(resolver.resolve(record.key_hash)).rejects.toBeInstanceOf(KeyStoreUnavailableError);
+  });
+
+  it('lets an answer confirmed just before a silent outage stand in until it is older than the TTL and the grace together', async () => {
+    const { store, resolver, clock } = setup();
+    const record = newRecord();
+    await store.create(record);
+    await resolver.resolve(record.key_hash);
+    clock.advance(75_000); // expired 15 s ago, and nobody asked since
+    store.failing = true; // seen first by this lookup
+    expect((await resolver.resolve(record.key_hash)).kind).toBe('valid');
+    clock.advance(14_000);
+    expect(resolver.fromMemory(record.key_hash)).toMatchObject({ kind: 'valid' }); // 89 s old, 14 s into the outage
+    clock.advance(1_000);
+    expect(resolver.fromMemory(record.key_hash)).toBeUndefined(); // 90 s old, though the grace has 15 s to go
+    await expect(resolver.resolve(record.key_hash)).rejects.toBeInstanceOf(KeyStoreUnavailableError);
+  });
+
   it('asks the store again once an outage outlives the grace, and trusts a fresh answer', async () => {
     const { store, resolver, clock } = setup();
     const record = newRecord();
