@@ -62,8 +62,17 @@ export interface RedisKeyStoreOptions {
 }
 
 /**
+ * The channel of change notices. Pub/sub ignores Redis's numbered databases: without the number, two
+ * environments kept apart by database (`redis://redis/2`, `redis://redis/3`) under the same prefix
+ * would hear each other's notices. Database 0 keeps the plain name.
+ */
+function noticeChannel(prefix: string, db: number): string {
+  return db === 0 ? `${prefix}events` : `${prefix}events:${db}`;
+}
+
+/**
  * Layout, under the prefix: `key:<sha256>` → record (JSON), `id:<id>` → sha256, `ids` → set of ids,
- * channel `events` → `{"type":"changed","key_hash":…}` after every update or disable.
+ * channel `events` (noticeChannel) → `{"type":"changed","key_hash":…}` after every update or disable.
  *
  * Gateways fail fast rather than queue: no offline queue, a command timeout, and reconnection
  * forever with a short back-off, so an outage costs a 503 and recovery needs nobody.
@@ -97,7 +106,6 @@ export class RedisKeyStore implements KeyStore {
 
   constructor(options: RedisKeyStoreOptions) {
     this.#prefix = options.prefix ?? DEFAULT_REDIS_KEY_PREFIX;
-    this.#channel = this.#prefix + 'events';
     const waiting = options.waitForConnection === true;
     const common: RedisOptions = {
       enableOfflineQueue: waiting,
@@ -116,6 +124,7 @@ export class RedisKeyStore implements KeyStore {
       lazyConnect: waiting,
     };
     this.#client = new Redis(options.url, { ...common, connectionName: 'acquirer-gateway' });
+    this.#channel = noticeChannel(this.#prefix, this.#client.options.db ?? 0);
     const onError = (this.#onError = options.onError ?? (() => {}));
     this.#client.on('connect', () => (this.#databaseRefused = undefined));
     this.#client.on('ready', () => (this.#connectedOnce = true));

@@ -107,6 +107,38 @@ describe('RedisKeyStore specifics', () => {
     await store.close();
   });
 
+  it("hears the change notices of its own database only, though Redis's pub/sub ignores database numbers", async () => {
+    const prefix = `${redis.prefix}dbs:`;
+    const onDb = (db: number) => `${redis.url}/${db}`;
+    const observer = new RedisKeyStore({ url: onDb(3), prefix, subscribe: true });
+    const [here, elsewhere] = [new RedisKeyStore({ url: onDb(3), prefix, waitForConnection: true }), new RedisKeyStore({ url: onDb(4), prefix, waitForConnection: true })];
+    const [mine, theirs] = [newRecord(), newRecord()];
+    const heard: string[] = [];
+    try {
+      let subscribed = false;
+      observer.watch((event) => {
+        if (event.type === 'resync') subscribed = true;
+        else if (subscribed && event.type === 'changed') heard.push(event.keyHash);
+      });
+      await waitFor(() => subscribed, { what: 'the subscription' });
+      await Promise.all([here.connect(), elsewhere.connect()]);
+      await Promise.all([here.create(mine), elsewhere.create(theirs)]);
+      // Published in this order, and delivered in it: the first would arrive first if it arrived at all.
+      await elsewhere.disable(theirs.id, new Date());
+      await here.disable(mine.id, new Date());
+      await waitFor(() => heard.length > 0, { what: 'the notice of its own database' });
+      expect(heard).toEqual([mine.key_hash]);
+    } finally {
+      await Promise.all([observer.close(), here.close(), elsewhere.close()]);
+      // Taken away again: this may be a shared Redis.
+      for (const [db, record] of [[3, mine], [4, theirs]] as const) {
+        const client = redis.client.duplicate({ db });
+        await client.del(`${prefix}key:${record.key_hash}`, `${prefix}id:${record.id}`, `${prefix}ids`);
+        client.disconnect();
+      }
+    }
+  });
+
   it('counts itself down as soon as a health-check PING times out, not once the hung connection has closed', async () => {
     // A hung Redis (black-holed: sockets open and silent) is noticed only by the health check. The
     // connection the PING timed out on is then closed, which a hung peer may take seconds to finish:
