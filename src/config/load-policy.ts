@@ -153,7 +153,7 @@ function parseUnredacted(source: string, file: string): PolicyLoadResult {
     return {
       ok: false,
       // One line for each unknown field: zod names every one of a mapping's in one issue.
-      errors: parsed.error.issues.flatMap((issue: z.core.$ZodIssue) => {
+      errors: parsed.error.issues.flatMap(meantBranch).flatMap((issue: z.core.$ZodIssue) => {
         if (issue.code === 'unrecognized_keys') {
           return issue.keys.map((key) => at(offsetOf(doc, issue.path, key), `${describePath([...issue.path, key])}unknown field "${key}"`));
         }
@@ -252,4 +252,18 @@ export async function loadPolicyOrThrow(file: string): Promise<LoadedPolicy> {
   const result = await loadPolicy(file);
   if (!result.ok) throw new PolicyLoadError(result.errors);
   return result;
+}
+
+/**
+ * A value that fits neither form of a field that has two (`query`: a mapping, or `any`), as the form
+ * it was meant as reports it: a mapping with one bad type is told which, not that it is not `any`.
+ * Meant: the only form whose complaints are about the value's insides, not its kind. A value of
+ * neither kind gets the field's own message.
+ */
+function meantBranch(issue: z.core.$ZodIssue): z.core.$ZodIssue[] {
+  if (issue.code !== 'invalid_union') return [issue];
+  const ofKind = (i: z.core.$ZodIssue) => i.path.length === 0 && (i.code === 'invalid_type' || i.code === 'invalid_value');
+  const meant = issue.errors.filter((branch) => !branch.every(ofKind));
+  if (meant.length !== 1) return [issue];
+  return meant[0]!.flatMap((i) => meantBranch({ ...i, path: [...issue.path, ...i.path] } as z.core.$ZodIssue));
 }

@@ -3,7 +3,7 @@ import { FORWARDED_REQUEST_HEADERS, neverForwarded } from '../proxy/forward-head
 import { UNMATCHED_ROUTE } from '../observability/metrics.js';
 import { mapUpstreamStatus, NEVER_PASSED_ON } from '../proxy/map-upstream-status.js';
 import { PARAM_TYPES, type ParamType, type ParamTypeName } from './param-types.js';
-import type { PolicyDocument } from './schema.js';
+import { UNCHECKED_QUERY, type PolicyDocument } from './schema.js';
 import { compileTemplate, overlappingPath, TemplateError, type CompiledTemplate } from './template.js';
 
 export interface Permission {
@@ -23,7 +23,7 @@ export interface CompiledRoute {
   /** The template as written in the policy. */
   readonly path: string;
   readonly template: CompiledTemplate;
-  /** The query parameters it takes, by name; undefined: the query is not checked. */
+  /** The query parameters it takes, by name (none when the policy declares none); undefined: not checked (`query: any`). */
   readonly query: ReadonlyMap<string, QueryParam> | undefined;
   readonly permissions: readonly string[];
   readonly serve: 'permission_catalogue' | undefined;
@@ -139,7 +139,8 @@ export function compilePolicy(doc: PolicyDocument, contentHash: string): Compile
       problem(['routes', i, 'method'], 'the permission catalogue is served for GET only');
     }
 
-    for (const name of Object.keys(route.query ?? {})) {
+    const declaredQuery = route.query === UNCHECKED_QUERY ? undefined : (route.query ?? {});
+    for (const name of Object.keys(declaredQuery ?? {})) {
       if (!QUERY_NAME.test(name)) problem(['routes', i, 'query', name], 'a query parameter name is a letter, then up to 63 letters, digits, _ . or -');
     }
 
@@ -174,7 +175,7 @@ export function compilePolicy(doc: PolicyDocument, contentHash: string): Compile
       method: route.method,
       path: route.path,
       template,
-      query: route.query === undefined ? undefined : new Map(Object.entries(route.query).map(([name, type]) => [name, queryParam(type)])),
+      query: declaredQuery === undefined ? undefined : new Map(Object.entries(declaredQuery).map(([name, type]) => [name, queryParam(type)])),
       permissions: route.permissions,
       serve: route.serve,
     });

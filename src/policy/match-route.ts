@@ -55,8 +55,9 @@ export function matchRoute(policy: CompiledPolicy, method: string, target: strin
  * its `query` takes only those parameters, each once, each `name=value` with the value, as written
  * (never decoded), of the declared type. So an upstream that reads its query can only be told what
  * the policy allows: no `acquirer_id` it might prefer to the header, and no second `page` for a
- * framework that reads the last where the gateway read the first. A route without `query` takes any
- * (the target's canonical form, checked by `matchRoute`, already keeps it to visible ASCII).
+ * framework that reads the last where the gateway read the first. A route without `query` takes none;
+ * one with `query: any` takes any (the target's canonical form, checked by `matchRoute`, already
+ * keeps it to visible ASCII).
  */
 export function queryAllowed(route: CompiledRoute, target: string): boolean {
   const declared = route.query;

@@ -17,6 +17,12 @@ export const permissionSchema = z.strictObject({
 export const SERVED_BY_GATEWAY = ['permission_catalogue'] as const;
 export const HTTP_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
 
+/**
+ * A route's `query` that forwards whatever query comes: spelled out, never the default, since an
+ * upstream that reads its query could be told an `acquirer_id` of the client's choosing.
+ */
+export const UNCHECKED_QUERY = 'any';
+
 export const routeSchema = z.strictObject({
   id: z
     .string()
@@ -29,9 +35,13 @@ export const routeSchema = z.strictObject({
     .optional()
     .describe('Type of each :name parameter of the path.'),
   query: z
-    .record(z.string(), z.enum(PARAM_TYPE_NAMES))
+    .union([z.literal(UNCHECKED_QUERY), z.record(z.string(), z.enum(PARAM_TYPE_NAMES))], {
+      error: `the query parameters the route takes, each with its type (\`{ page: positive_integer }\`), \`{}\` for none, or \`${UNCHECKED_QUERY}\``,
+    })
     .optional()
-    .describe('The query parameters the route takes, each with its type: any other, one given twice, or a value not of its type is refused (400). `{}`: none. Absent: the query is forwarded unchecked.'),
+    .describe(
+      `The query parameters the route takes, each with its type: any other, one given twice, or a value not of its type is refused (400). Absent or \`{}\`: none. \`${UNCHECKED_QUERY}\`: the query is forwarded unchecked, which a route must ask for.`,
+    ),
   permissions: z
     .array(permissionName)
     .describe('Permissions the key must carry, all of them. Empty: any valid key.'),

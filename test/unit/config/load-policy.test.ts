@@ -267,6 +267,16 @@ routes:
     ]);
   });
 
+  it('a query that is neither a mapping of parameters nor `any`', () => {
+    const result = inlineErrors(`  - id: things
+    method: GET
+    path: /v1/things
+    query: anything
+    permissions: [things_read]
+`);
+    expect(result).toEqual(['inline.yaml:9:12: routes.0.query: the query parameters the route takes, each with its type (`{ page: positive_integer }`), `{}` for none, or `any`']);
+  });
+
   it('query parameter names that would need encoding', () => {
     const result = inlineErrors(`  - { id: things, method: GET, path: /v1/things, query: { "page[number]": integer, "": slug }, permissions: [things_read] }
 `);

@@ -14,11 +14,11 @@ describe('diffPolicies', () => {
         '',
         '### Routes added (new access)',
         '',
-        '- ⚠️ `GET /v1/acquirer/audit_logs` (`audit_logs`): requires `audit_logs_read`, query `any (unchecked)`',
+        '- ⚠️ `GET /v1/acquirer/audit_logs` (`audit_logs`): requires `audit_logs_read`, query `none`',
         '',
         '### Routes removed',
         '',
-        '- `GET /v1/acquirer/orders` (`orders`): requires `orders_read`, query `any (unchecked)`',
+        '- `GET /v1/acquirer/orders` (`orders`): requires `orders_read`, query `none`',
         '',
         '### Routes changed',
         '',
@@ -134,12 +134,15 @@ routes:
 
   it.each([
     [', query: {}', ', query: { page: integer }', '- `GET /v1/things`: **query `page: integer` (was `none`): loosens what reaches the upstream**'],
-    [', query: { page: integer }', '', '- `GET /v1/things`: **query `any (unchecked)` (was `page: integer`): loosens what reaches the upstream**'],
+    [', query: { page: integer }', ', query: any', '- `GET /v1/things`: **query `any (unchecked)` (was `page: integer`): loosens what reaches the upstream**'],
+    ['', ', query: any', '- `GET /v1/things`: **query `any (unchecked)` (was `none`): loosens what reaches the upstream**'],
+    [', query: { page: integer }', '', '- `GET /v1/things`: query `none` (was `page: integer`)'],
     [', query: { page: integer }', ', query: { page: slug }', '- `GET /v1/things`: **query `page: slug` (was `page: integer`): loosens what reaches the upstream**'],
     [', query: { page: integer }', ', query: { page: positive_integer }', '- `GET /v1/things`: query `page: positive_integer` (was `page: integer`)'],
     [', query: { page: uuid }', ', query: { page: integer }', '- `GET /v1/things`: **query `page: integer` (was `page: uuid`): loosens what reaches the upstream**'],
     [', query: { page: integer, q: slug }', ', query: { page: integer }', '- `GET /v1/things`: query `page: integer` (was `page: integer, q: slug`)'],
-    ['', ', query: {}', '- `GET /v1/things`: query `none` (was `any (unchecked)`)'],
+    [', query: any', ', query: {}', '- `GET /v1/things`: query `none` (was `any (unchecked)`)'],
+    ['', ', query: {}', null],
     [', query: { page: integer }', ', query: { page: integer }', null],
     [', query: { page: integer, q: slug }', ', query: { q: slug, page: integer }', null],
   ])('%j → %j', (from, to, line) => {
@@ -156,7 +159,7 @@ describe('routeTable', () => {
       '| `eod_statements_list` | GET | `/v1/acquirer/eod_statements` | – | page: positive_integer | `eod_list`, `eod_read` | upstream |',
       '| `eod_statement_download` | GET | `/v1/acquirer/eod_statements/:statement_id.csv` | statement_id: uuid | none | `eod_list`, `eod_read` | upstream |',
       '| `eod_statement_download_by_date` | GET | `/v1/acquirer/eod_statements/by_date/:date.csv` | date: date | none | `eod_list`, `eod_read` | upstream |',
-      '| `api_keys_permissions` | GET | `/v1/acquirer/api_keys/permissions` | – | any (unchecked) | no permission (any valid key) | gateway |',
+      '| `api_keys_permissions` | GET | `/v1/acquirer/api_keys/permissions` | – | none | no permission (any valid key) | gateway |',
     ]);
   });
 });

@@ -110,11 +110,26 @@ describe('queryAllowed with the shipped policy', () => {
     expect(queryAllowed(route(target), target)).toBe(false);
   });
 
-  it('lets a route that declares no query take any', () => {
-    const text = readFileSync('policies/acquirer-api.yaml', 'utf8').replace(/\n    query:[^\n]*\n/g, '\n');
+  const shippedWithQuery = (replacement: string) => {
+    const text = readFileSync('policies/acquirer-api.yaml', 'utf8').replace(/\n    query:[^\n]*\n/g, replacement);
     const result = parsePolicy(text, 'p.yaml');
     if (!result.ok) throw new Error(result.errors.join('\n'));
-    const match = matchRoute(result.policy, 'GET', `${CSV}?anything=at&all`);
+    return result.policy;
+  };
+
+  it('lets a route that declares no query take none: forwarding any is asked for, never the default', () => {
+    const policy = shippedWithQuery('\n');
+    for (const target of [`${CSV}?acquirer_id=acq_2`, `${LIST}?page=1`]) {
+      const match = matchRoute(policy, 'GET', target);
+      expect(match.kind === 'matched' && queryAllowed(match.route, target)).toBe(false);
+    }
+    const bare = matchRoute(policy, 'GET', `${LIST}?`);
+    expect(bare.kind === 'matched' && queryAllowed(bare.route, `${LIST}?`)).toBe(true);
+  });
+
+  it('lets a route with `query: any` take any', () => {
+    const policy = shippedWithQuery('\n    query: any\n');
+    const match = matchRoute(policy, 'GET', `${CSV}?anything=at&all`);
     expect(match.kind === 'matched' && queryAllowed(match.route, `${CSV}?anything=at&all`)).toBe(true);
   });
 });
