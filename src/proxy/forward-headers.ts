@@ -15,11 +15,20 @@ export const HOP_BY_HOP = new Set([
  * A list of what to drop could never name every header some framework reads as a session, an identity,
  * an address or a parameter (X-Auth-Token, X-Client-Cert, WL-Proxy-Client-IP, Cookie …): none passes.
  * Every route takes no body today; one that did would need Content-Type and Content-Length here.
+ * Trace context is `traceparent` alone, and only in its W3C form (TRACEPARENT): `tracestate` is
+ * free-form vendor data a client writes (`tenant=acq_1` is well-formed), as baggage is.
  */
 export const FORWARDED_REQUEST_HEADERS: ReadonlySet<string> = new Set([
   'accept', 'accept-encoding', 'accept-language', 'cache-control', 'if-match', 'if-none-match',
-  'if-modified-since', 'if-unmodified-since', 'if-range', 'range', 'user-agent', 'traceparent', 'tracestate',
+  'if-modified-since', 'if-unmodified-since', 'if-range', 'range', 'user-agent', 'traceparent',
 ]);
+
+/**
+ * A W3C Trace Context `traceparent` of version 00: hex ids, neither all zeros (an invalid one, which
+ * W3C asks a receiver to ignore). Anything else is not passed on: the upstream starts a trace of its
+ * own, as it would for a client that sent none. (A later version, unknown here, is not passed either.)
+ */
+const TRACEPARENT = /^00-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}$/;
 
 /**
  * Request headers that claim what only a proxy in front of a service could know, or carry a credential:
@@ -129,6 +138,7 @@ export function buildUpstreamHeaders(
     const value = incoming[name];
     // A key (or its random part) pasted into another header never travels where Authorization does not.
     if (typeof value === 'string' && holdsKey(value)) continue;
+    if (name === 'traceparent' && !TRACEPARENT.test(value as string)) continue;
     outgoing[name] = value;
   }
   outgoing[acquirerHeader] = acquirerId;

@@ -69,15 +69,27 @@ describe('buildUpstreamHeaders', () => {
       'session', 'x-client-cert', 'x-arr-clientcert', 'ssl-client-cert', 'x-ssl-client-s-dn', 'x-ms-client-principal-name',
       'x-webauth-user', 'x-auth-request-user', 'x-user', 'wl-proxy-client-ip', 'proxy-client-ip', 'x-amzn-oidc-identity',
       'x-goog-authenticated-user-email', 'x-api-key', 'x-tenant-id', 'acquirer-id', 'remote-user', 'x-envoy-original-path',
-      'content-length', 'content-type', 'origin', 'referer',
+      'content-length', 'content-type', 'origin', 'referer', 'tracestate', 'baggage',
     ];
     const kept = {
       accept: 'text/csv', 'accept-encoding': 'gzip', 'accept-language': 'et', 'cache-control': 'no-cache', 'if-match': '"e"',
       'if-none-match': '"e"', 'if-modified-since': 'x', 'if-unmodified-since': 'x', 'if-range': '"e"', range: 'bytes=0-9',
-      'user-agent': 'curl/8', traceparent: '00-a-b-01', tracestate: 'k=v',
+      'user-agent': 'curl/8', traceparent: `00-${'4bf92f3577b34da6a3ce929d0e0e4736'}-00f067aa0ba902b7-01`,
     };
     const out = buildUpstreamHeaders({ ...Object.fromEntries(dropped.map((n) => [n, 'forged'])), ...kept }, 'x-acquirer-id', 'acq_1', 'req-1');
     expect(out).toEqual({ ...kept, 'x-acquirer-id': 'acq_1', 'x-request-id': 'req-1' });
+  });
+
+  it.each([
+    ['free text', 'acquirer_id=acq_1'],
+    ['another version', `01-${'a'.repeat(32)}-${'b'.repeat(16)}-01`],
+    ['upper-case hex', `00-${'A'.repeat(32)}-${'b'.repeat(16)}-01`],
+    ['an all-zero trace id', `00-${'0'.repeat(32)}-${'b'.repeat(16)}-01`],
+    ['an all-zero parent id', `00-${'a'.repeat(32)}-${'0'.repeat(16)}-01`],
+    ['a trailing field', `00-${'a'.repeat(32)}-${'b'.repeat(16)}-01-extra`],
+    ['two joined', `00-${'a'.repeat(32)}-${'b'.repeat(16)}-01, 00-${'c'.repeat(32)}-${'d'.repeat(16)}-01`],
+  ])('a traceparent not of W3C version 00 (%s) is not passed: the upstream starts a trace of its own', (_, traceparent) => {
+    expect(buildUpstreamHeaders({ traceparent, accept: '*/*' }, 'x-acquirer-id', 'acq_1', 'req-1')).toEqual({ accept: '*/*', 'x-acquirer-id': 'acq_1', 'x-request-id': 'req-1' });
   });
 
   it('a listed header that holds a key, or its random part alone, is not passed: a key goes nowhere Authorization does not', () => {
