@@ -112,17 +112,23 @@ function parseUnredacted(source: string, file: string): PolicyLoadResult {
   // the text it shows (the status map's, whole numbers).
   const statusMap = doc.get('upstream_status_map', true);
   const unread: PolicyError[] = [];
+  // `!!omap`, `!!set`, `!!binary` …: values of other kinds than the policy's, read as other than
+  // written; `!!str`, `!!int` on a single value make the text mean what it does not show.
+  const refuseTag = (node: { tag?: string | undefined; range?: [number, number, number] | null | undefined }) => {
+    if (node.tag !== undefined) unread.push(at(node.range?.[0] ?? 0, `YAML tags are not allowed (${node.tag}): write the value plainly`));
+  };
   visit(doc, {
     Alias(_, alias) {
       unread.push(at(alias.range?.[0] ?? 0, `YAML aliases are not allowed (*${alias.source}): write the value out`));
     },
-    // `!!omap`, `!!set`, `!!binary` …: values of other kinds than the policy's, read as other than written.
+    // Mappings and sequences (the library gives a single value to `Scalar` instead).
     Node(_, node) {
-      if (node.tag !== undefined) unread.push(at(node.range?.[0] ?? 0, `YAML tags are not allowed (${node.tag}): write the value plainly`));
+      refuseTag(node);
     },
     // A policy names routes and permissions; a key in it (a description, a path) would be served in
     // the catalogue, printed by `policy` and logged.
     Scalar(_, node) {
+      refuseTag(node);
       if (typeof node.value === 'string' && holdsKey(node.value)) {
         unread.push(at(node.range?.[0] ?? 0, 'this holds what is shaped like an API key or its random part: a policy holds none'));
       }

@@ -209,6 +209,17 @@ routes:
     expect(quoted.ok && Object.fromEntries(quoted.policy.upstreamStatusMap)).toEqual({ 403: 404, 404: 404 });
     const tagged = parsePolicy('version: 1\nacquirer_header: X-Tenant\npermissions: [{ name: things_read, description: Read }]\nroutes: [{ id: things, method: GET, path: /v1/things, query: !!omap [page: positive_integer], permissions: [things_read] }]\n', 'inline.yaml');
     expect(!tagged.ok && tagged.errors.map(formatPolicyError)).toEqual(['inline.yaml:4:69: YAML tags are not allowed (tag:yaml.org,2002:omap): write the value plainly']);
+    // On a single value too, a key's included: the text would mean what it does not show.
+    const taggedValues = parsePolicy(
+      'version: !!int 1\nacquirer_header: X-Tenant\nupstream_status_map: { 403: !!int 404, !!str 404: 404 }\npermissions: [{ name: things_read, description: Read }]\nroutes: [{ id: things, method: !!str GET, path: /v1/things, permissions: [things_read] }]\n',
+      'inline.yaml',
+    );
+    expect(!taggedValues.ok && taggedValues.errors.map(formatPolicyError)).toEqual([
+      'inline.yaml:1:16: YAML tags are not allowed (tag:yaml.org,2002:int): write the value plainly',
+      'inline.yaml:3:35: YAML tags are not allowed (tag:yaml.org,2002:int): write the value plainly',
+      'inline.yaml:3:46: YAML tags are not allowed (tag:yaml.org,2002:str): write the value plainly',
+      'inline.yaml:5:38: YAML tags are not allowed (tag:yaml.org,2002:str): write the value plainly',
+    ]);
     const notErrors = parsePolicy('version: 1\nacquirer_header: X-Tenant\nupstream_status_map: { 200: 404, 403: 404, 404: 404 }\npermissions: [{ name: things_read, description: Read }]\nroutes: [{ id: things, method: GET, path: /v1/things, permissions: [things_read] }]\n', 'inline.yaml');
     expect(!notErrors.ok && notErrors.errors.map(formatPolicyError)).toEqual([
       'inline.yaml:3:29: upstream_status_map.200: 200 is not an upstream error status: a key is an HTTP status from 400 to 599',
