@@ -148,6 +148,19 @@ describe('errors from libraries', () => {
     expect(JSON.parse(lines[0]!).err.command).toEqual({ name: 'hello' });
     expect(JSON.parse(lines[0]!).context).toBe('redis connection redis://gw:[redacted]@redis:6379');
   });
+
+  it("cut a URL's password out whatever comes before its `://`, and only the password", () => {
+    const { lines, stream } = capture();
+    const logger = createLogger('info', stream);
+    const long = `${'x'.repeat(40)}redis://u:pw1@h`;
+    logger.info({ a: long, b: '-rediss://u:pw2@h/0', c: 'at ://u:pw3@h', d: 'mail me@example.com, see http://h/p?q=a:b@c' }, 'urls');
+    expect(JSON.parse(lines[0]!)).toMatchObject({
+      a: `${'x'.repeat(40)}redis://u:[redacted]@h`,
+      b: '-rediss://u:[redacted]@h/0',
+      c: 'at ://u:[redacted]@h',
+      d: 'mail me@example.com, see http://h/p?q=a:b@c',
+    });
+  });
 });
 
 describe('flat records (the access log)', () => {
