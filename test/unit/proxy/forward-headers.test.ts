@@ -1,4 +1,4 @@
-import { buildClientHeaders, buildUpstreamHeaders, upstreamAddress } from '../../../src/proxy/forward-headers.js';
+import { buildClientHeaders, buildUpstreamHeaders, memo, MEMO_MAX_TEXT, upstreamAddress } from '../../../src/proxy/forward-headers.js';
 
 describe('buildUpstreamHeaders', () => {
   it('drops every client spelling of the identity header and sets it once from the key', () => {
@@ -342,5 +342,20 @@ describe('mapUpstreamStatus', () => {
     expect(mapUpstreamStatus(upstream, new Map([[403, 404], [404, 404]]))).toBe(expected);
     // A map that a policy cannot hold (compile refuses it) changes nothing for a 401 either.
     if (upstream === 401) expect(mapUpstreamStatus(upstream, new Map([[401, 503]]))).toBe(502);
+  });
+});
+
+describe('memo', () => {
+  it('remembers short texts, within its count, and never a long one: no client chooses what it holds', () => {
+    const calls: string[] = [];
+    const lengthOf = memo((text: string) => (calls.push(text), text.length), 2);
+    const [short, long] = ['keep-alive', 'x'.repeat(MEMO_MAX_TEXT + 1)];
+    expect([lengthOf(short), lengthOf(short), lengthOf(long), lengthOf(long)]).toEqual([short.length, short.length, long.length, long.length]);
+    expect(calls).toEqual([short, long, long]);
+    // Full: it starts over, and works out again what it let go.
+    lengthOf('a');
+    lengthOf('b');
+    lengthOf(short);
+    expect(calls).toEqual([short, long, long, 'a', 'b', short]);
   });
 });
