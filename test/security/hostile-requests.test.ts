@@ -224,6 +224,8 @@ const GROUPS: Record<string, HostileCase[]> = {
     { name: 'a 20 KiB header', request: (k) => get(LIST, auth(k.acq1), `X-Big: ${'a'.repeat(20_000)}`), ...refused(431) },
     // Host and Authorization are two of the lines.
     { name: '101 header lines', request: (k) => get(LIST, auth(k.acq1), ...Array.from({ length: 99 }, (_, i) => `X-H${i}: 1`)), ...refused(431) },
+    // Node keeps only the first 101 lines: the rest must not be dropped silently and the head taken.
+    { name: '2500 header lines, in under 16 KiB', request: (k) => get(LIST, auth(k.acq1), ...Array.from({ length: 2498 }, () => 'a:1')), ...refused(431) },
     { name: '100 header lines are fine', request: (k) => get(LIST, auth(k.acq1), ...Array.from({ length: 98 }, (_, i) => `X-H${i}: 1`)), ...ok(LIST) },
     { name: 'a 10 KiB path', request: (k) => get(`${LIST}/${'a'.repeat(10_000)}`, auth(k.acq1)), ...refused(404) },
   ],
