@@ -147,6 +147,8 @@ export async function startGateway(config: Config, { logger, policy: initialPoli
   // the request guard sees the head is too long and refuses it. Unlimited (0), a head of thousands of
   // short lines cost about 5× the CPU of a plain one in Node's own header handling before the refusal.
   server.maxHeadersCount = MAX_HEADER_COUNT + 1;
+  server.maxConnections = config.maxConnections;
+  server.on('drop', dropWarning(logger, metrics, config.maxConnections));
   const answers = trackConnectionAnswers(server, (socket) =>
     logger.warn({ limit: MAX_PIPELINED_REQUESTS, client: peerText(socket) }, 'a connection pipelined more requests than the limit ahead of their answers: closed'),
   );
@@ -222,5 +224,27 @@ export async function startGateway(config: Config, { logger, policy: initialPoli
       })();
       return stopped;
     },
+  };
+}
+
+/** How often, at most, a flood of connections past MAX_CONNECTIONS is logged. */
+const DROP_WARNING_EVERY_MS = 10_000;
+
+/**
+ * Counts each connection closed for being past MAX_CONNECTIONS, and says so at `warn`: at once for
+ * the first, then at most every DROP_WARNING_EVERY_MS with how many since, so a flood of connections
+ * does not become a flood of log lines.
+ */
+function dropWarning(logger: Logger, metrics: GatewayMetrics, limit: number): () => void {
+  let lastWarnedAt = -Infinity;
+  let since = 0;
+  return () => {
+    metrics.connectionsDropped.inc();
+    since++;
+    const now = performance.now();
+    if (now - lastWarnedAt < DROP_WARNING_EVERY_MS) return;
+    logger.warn({ limit, dropped: since }, 'client connections past MAX_CONNECTIONS closed as they were accepted');
+    lastWarnedAt = now;
+    since = 0;
   };
 }

@@ -18,6 +18,7 @@ export interface GatewayMetrics {
   readonly upstreamDuration: BatchedHistogram<'route'>;
   readonly upstreamErrors: BatchedCounter<'kind'>;
   readonly upstreamRetries: Counter;
+  readonly connectionsDropped: Counter;
   readonly upstreamStatusMapped: BatchedCounter<'route' | 'upstream_status' | 'status'>;
   readonly policyInfo: Gauge<'hash'>;
   readonly policyReloads: Counter<'result'>;
@@ -107,6 +108,11 @@ export function createMetrics(): GatewayMetrics {
     upstreamRetries: new Counter({
       name: `${PREFIX}upstream_retries_total`,
       help: 'GET/HEAD requests sent a second time because a pooled upstream connection failed before any answer.',
+      registers,
+    }),
+    connectionsDropped: new Counter({
+      name: `${PREFIX}connections_dropped_total`,
+      help: 'Client connections closed as they were accepted, because MAX_CONNECTIONS were open.',
       registers,
     }),
     upstreamStatusMapped: new BatchedCounter({

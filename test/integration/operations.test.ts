@@ -287,6 +287,39 @@ describe('metrics, health and readiness', () => {
   });
 });
 
+describe('connections', () => {
+  it('closes a connection past MAX_CONNECTIONS as it is accepted, counts it, says so, and serves again once one goes', async () => {
+    const g = await serve({ MAX_CONNECTIONS: '2' });
+    const { key } = await createKey(env, { acquirer: 'acq_1', permissions: ['eod_list', 'eod_read'] });
+    secrets.push(key);
+    const connect = () =>
+      new Promise<net.Socket>((resolve, reject) => {
+        const socket = net.connect(g.port, '127.0.0.1', () => resolve(socket));
+        socket.on('error', reject);
+      });
+    const held = [await connect(), await connect()];
+    try {
+      // Accepted in order: the two held are the gateway's, the third is past the limit.
+      const third = net.connect(g.port, '127.0.0.1');
+      const answered: Buffer[] = [];
+      third.on('data', (d: Buffer) => answered.push(d));
+      third.on('error', () => {});
+      third.write(`GET ${LIST} HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer ${key}\r\n\r\n`);
+      await new Promise((resolve) => third.once('close', resolve));
+      expect(Buffer.concat(answered).length).toBe(0);
+      expect(metricValue(await metricsText(g), 'acquirer_gateway_connections_dropped_total')).toBe(1);
+      const warned = await waitFor(() => g.logLines.map((l) => JSON.parse(l)).find((e) => e.msg === 'client connections past MAX_CONNECTIONS closed as they were accepted'), { what: 'the warning' });
+      expect(warned).toMatchObject({ level: 40, limit: 2, dropped: 1 });
+      held.shift()!.destroy();
+      await waitFor(async () => (await request(g.url, LIST, bearer(key)).catch(() => ({ status: 0 }))).status === 200, { what: 'a request served once a connection went' });
+    } finally {
+      for (const socket of held) socket.destroy();
+      await g.stop();
+      allLogLines.push(...g.logLines);
+    }
+  });
+});
+
 describe('live policy changes', () => {
   let key: string;
   beforeAll(async () => {
