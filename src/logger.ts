@@ -175,23 +175,20 @@ type LineSink = { write(text: string): unknown; flush?(done: (err?: Error) => vo
  * line; gathered as strings and joined, the lines were copied three more times). The block is
  * written every 200 ms when traffic is too light to fill it, at exit, and on `flush()` (a process
  * about to end by a signal: signals.ts). A SIGKILL can lose what is still buffered: at most
- * 200 ms of lines. `beforeWrite` is called before any of that, to put lines still waiting to be
- * written (`flat`'s) into the block first.
+ * 200 ms of lines.
  */
-function bufferedStdout(blockBytes: number, shared: boolean, beforeWrite: () => void): LineSink {
+function bufferedStdout(blockBytes: number, shared: boolean): LineSink {
   const writer = new LogWriter(STDOUT);
   // Written synchronously, or copied by the writer when refused: one block serves for ever.
   const block = Buffer.allocUnsafeSlow(blockBytes);
   let used = 0;
   const writeBlock = () => {
-    beforeWrite();
     if (used === 0) return void writer.retry();
     writer.write(block.subarray(0, used));
     used = 0;
   };
   /** Everything buffered, now, waiting for a non-blocking stdout's reader as at exit: for a process about to end. */
   const writeAll = () => {
-    beforeWrite();
     writer.writeAtExit(used > 0 ? block.subarray(0, used) : undefined, EXIT_WRITE_PATIENCE_MS);
     used = 0;
   };
@@ -237,51 +234,6 @@ function stdoutIsStderr(): boolean {
   }
 }
 
-/**
- * Access lines not yet written, until the end of the event loop's turn that made them (or any other
- * line, or a block write, before that). Under load a turn ends many requests; written together, one
- * after another, their lines cost less than each written amid its request's other work, whose code
- * and data it would push out of the processor's caches. Kept as columns, not an object per line.
- */
-class WaitingLines {
-  readonly levels: ('info' | 'warn')[] = [];
-  readonly times: number[] = [];
-  readonly records: FlatRecord[] = [];
-  readonly messages: string[] = [];
-  count = 0;
-  #writing = false;
-  readonly #write: () => void;
-  readonly #atTurnEnd = () => this.writeAll();
-
-  constructor(write: () => void) {
-    this.#write = write;
-  }
-
-  add(level: 'info' | 'warn', time: number, record: FlatRecord, msg: string): void {
-    if (this.count === 0) setImmediate(this.#atTurnEnd);
-    this.levels[this.count] = level;
-    this.times[this.count] = time;
-    this.records[this.count] = record;
-    this.messages[this.count] = msg;
-    this.count++;
-  }
-
-  /** Writes every waiting line, in order. A block filled meanwhile asks again: that call has nothing to do. */
-  writeAll(): void {
-    if (this.count === 0 || this.#writing) return;
-    this.#writing = true;
-    try {
-      this.#write();
-    } finally {
-      // Dropped, not kept: each record and message is let go at once.
-      this.records.fill(undefined as unknown as FlatRecord, 0, this.count);
-      this.messages.fill('', 0, this.count);
-      this.count = 0;
-      this.#writing = false;
-    }
-  }
-}
-
 /** pino's numbers for the levels `flat` writes. */
 const LEVEL_VALUES = { info: 30, warn: 40 } as const;
 
@@ -294,12 +246,7 @@ const LEVEL_VALUES = { info: 30, warn: 40 } as const;
 export function createLogger(level = 'info', destination: LineSink | undefined = undefined, fields: Record<string, unknown> = {}, { sharedStdout = false } = {}): Logger {
   const base = { service: 'acquirer-gateway', ...fields };
   const shared = sharedStdout || stdoutIsStderr();
-  // On stdout, access lines wait for the end of the event loop's turn, to be written with the others
-  // of that turn (a destination of a caller's own is written to at once).
-  const waiting = destination === undefined ? new WaitingLines(() => writeWaiting()) : undefined;
-  const stdout = destination ?? bufferedStdout(shared ? PIPE_BUF : SOLE_WRITER_BLOCK_BYTES, shared, () => waiting!.writeAll());
-  // Every other line goes after the access lines before it.
-  const sink: LineSink = waiting === undefined ? stdout : { write: (text) => (waiting.writeAll(), stdout.write(text)), flush: (done) => stdout.flush!(done) };
+  const sink = destination ?? bufferedStdout(shared ? PIPE_BUF : SOLE_WRITER_BLOCK_BYTES, shared);
   const options = {
     level,
     base,
@@ -324,18 +271,12 @@ export function createLogger(level = 'info', destination: LineSink | undefined =
   };
   readLevel();
   logger.on('level-change', readLevel);
-  const lineOf = (lineLevel: 'info' | 'warn', time: number, record: FlatRecord, msg: string): string => {
-    const fieldsText = flatFields(record);
-    return `{"level":${LEVEL_VALUES[lineLevel]},"time":${time}${afterTime}${fieldsText === '' ? '' : `,${fieldsText}`},"msg":${jsonString(redactSecrets(msg))}}\n`;
-  };
-  const writeWaiting = () => {
-    const lines = waiting!;
-    for (let i = 0; i < lines.count; i++) stdout.write(lineOf(lines.levels[i]!, lines.times[i]!, lines.records[i]!, lines.messages[i]!));
-  };
   const flat = (lineLevel: 'info' | 'warn', record: FlatRecord, msg: string): void => {
     if (!enabled[lineLevel]) return;
-    if (waiting !== undefined) waiting.add(lineLevel, Date.now(), record, msg);
-    else stdout.write(lineOf(lineLevel, Date.now(), record, msg));
+    const fieldsText = flatFields(record);
+    sink.write(
+      `{"level":${LEVEL_VALUES[lineLevel]},"time":${Date.now()}${afterTime}${fieldsText === '' ? '' : `,${fieldsText}`},"msg":${jsonString(redactSecrets(msg))}}\n`,
+    );
   };
   return Object.assign(logger, { flat });
 }
