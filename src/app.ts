@@ -20,6 +20,8 @@ export interface AppDeps {
   readonly upstream: { readonly url: string; readonly timeoutMs: number; readonly idleTimeoutMs: number; readonly agent: http.Agent; readonly collectYoung?: CollectYoung | undefined };
   readonly logger: Logger;
   readonly metrics: GatewayMetrics;
+  /** ACQUIRER_MAX_IN_FLIGHT (the dispatch step's default when absent). */
+  readonly acquirerMaxInFlight?: number | undefined;
 }
 
 /** Builds the public app. No I/O here: listening, Redis and the policy file belong to the caller. */
@@ -39,7 +41,7 @@ export function createApp(deps: AppDeps): Express {
     collectYoung: deps.upstream.collectYoung,
     onRetry: () => deps.metrics.upstreamRetries.inc(),
   });
-  app.use(inOrder([createRequestObserver(deps), ...createPipeline({ resolver: deps.resolver, trustedProxies: deps.trustedProxies, proxy })]));
+  app.use(inOrder([createRequestObserver(deps), ...createPipeline({ resolver: deps.resolver, trustedProxies: deps.trustedProxies, proxy, acquirerMaxInFlight: deps.acquirerMaxInFlight })]));
   app.use(createErrorHandler(deps.logger));
   return app;
 }

@@ -13,6 +13,8 @@ export interface PipelineDeps {
   readonly resolver: KeyResolver;
   readonly trustedProxies: IpAllowlist | null;
   readonly proxy: RequestHandler;
+  /** ACQUIRER_MAX_IN_FLIGHT (createDispatch's default when absent). */
+  readonly acquirerMaxInFlight?: number | undefined;
 }
 
 /**

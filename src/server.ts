@@ -114,6 +114,7 @@ export async function startGateway(config: Config, { logger, policy: initialPoli
     upstream: { url: config.upstreamUrl, timeoutMs: config.upstreamTimeoutMs, idleTimeoutMs: config.streamIdleTimeoutMs, agent, collectYoung },
     logger,
     metrics,
+    acquirerMaxInFlight: config.acquirerMaxInFlight,
   });
 
   let shuttingDown = false;

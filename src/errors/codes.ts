@@ -18,6 +18,7 @@ export const STATUS_MESSAGES = {
   406: 'Not acceptable',
   412: 'Precondition failed',
   416: 'Range not satisfiable',
+  429: 'Too many requests',
   431: 'Request header fields too large',
   500: 'Internal server error',
   502: 'Bad gateway',
@@ -37,6 +38,7 @@ export type DenialReason =
   | 'not_found'
   | 'non_canonical_path'
   | 'bad_request'
+  | 'too_many_in_flight'
   | 'key_store_unavailable'
   | 'upstream_status'
   | 'upstream_unreachable'
@@ -105,6 +107,11 @@ export const ERROR_CODES = {
     status: 431,
     reason: 'bad_request',
     description: 'The request head is larger than Node\'s limit (16 KiB by default), or has more than 100 header lines.',
+  },
+  ACQUIRER_BUSY: {
+    status: 429,
+    reason: 'too_many_in_flight',
+    description: 'The acquirer already has ACQUIRER_MAX_IN_FLIGHT requests being proxied by this process; sent with Retry-After: 1.',
   },
   KEY_STORE_UNAVAILABLE: {
     status: 503,

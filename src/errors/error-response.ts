@@ -11,12 +11,15 @@ const CONTENT_TYPE = 'application/json; charset=utf-8';
  */
 const CHALLENGE = { 'www-authenticate': 'Bearer' };
 
+/** A 429 says when to try again (RFC 6585 §4): the requests it waits for are usually done by then. */
+const RETRY_AFTER = { 'retry-after': '1' };
+
 /** Precomputed once: the exact bytes and headers for each error status. */
 const RESPONSES = new Map<number, { body: Buffer; headers: Record<string, string> }>(
   Object.entries(STATUS_MESSAGES).map(([status, message]) => {
     const body = Buffer.from(JSON.stringify({ message }));
     const headers = { 'content-type': CONTENT_TYPE, 'content-length': String(body.length) };
-    return [Number(status), { body, headers: status === '401' ? { ...headers, ...CHALLENGE } : headers }];
+    return [Number(status), { body, headers: status === '401' ? { ...headers, ...CHALLENGE } : status === '429' ? { ...headers, ...RETRY_AFTER } : headers }];
   }),
 );
 

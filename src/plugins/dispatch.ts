@@ -1,14 +1,49 @@
 import type { RequestHandler } from 'express';
+import { GatewayError } from '../errors/gateway-error.js';
 
 const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
+
+/** ACQUIRER_MAX_IN_FLIGHT's default: half of UPSTREAM_MAX_SOCKETS's, so one acquirer leaves the others half the pool. */
+export const DEFAULT_ACQUIRER_MAX_IN_FLIGHT = 128;
 
 export interface DispatchDeps {
   /** Forwards an allowed request upstream. */
   readonly proxy: RequestHandler;
+  /** Requests of one acquirer being proxied at once, at most; one more is answered 429. */
+  readonly acquirerMaxInFlight?: number | undefined;
 }
 
-/** Step 6: answer from the policy when the route says so, otherwise proxy. */
-export function createDispatch({ proxy }: DispatchDeps): RequestHandler {
+/**
+ * Requests of each acquirer being proxied now. A download its client reads slowly, or not at all,
+ * holds a pooled upstream connection until the stall watch cuts it: without a bound per acquirer,
+ * one acquirer's clients could hold every connection in the pool, and every other acquirer's
+ * requests would wait for one and time out.
+ */
+class InFlightByAcquirer {
+  readonly #counts = new Map<string, number>();
+  readonly #limit: number;
+
+  constructor(limit: number) {
+    this.#limit = limit;
+  }
+
+  enter(acquirerId: string): boolean {
+    const count = this.#counts.get(acquirerId) ?? 0;
+    if (count >= this.#limit) return false;
+    this.#counts.set(acquirerId, count + 1);
+    return true;
+  }
+
+  leave(acquirerId: string): void {
+    const count = this.#counts.get(acquirerId)! - 1;
+    if (count === 0) this.#counts.delete(acquirerId);
+    else this.#counts.set(acquirerId, count);
+  }
+}
+
+/** Step 6: answer from the policy when the route says so, otherwise proxy, within the acquirer's share. */
+export function createDispatch({ proxy, acquirerMaxInFlight = DEFAULT_ACQUIRER_MAX_IN_FLIGHT }: DispatchDeps): RequestHandler {
+  const inFlight = new InFlightByAcquirer(acquirerMaxInFlight);
   return function dispatch(req, res, next) {
     if (res.locals.route!.serve === 'permission_catalogue') {
       const body = res.locals.policy.catalogueBody;
@@ -16,6 +51,10 @@ export function createDispatch({ proxy }: DispatchDeps): RequestHandler {
       res.end(body);
       return;
     }
+    const acquirerId = res.locals.key!.acquirerId;
+    if (!inFlight.enter(acquirerId)) throw new GatewayError('ACQUIRER_BUSY');
+    // A response closes once, however it ends (answered, failed, cut, the client gone).
+    res.on('close', () => inFlight.leave(acquirerId));
     return proxy(req, res, next);
   };
 }

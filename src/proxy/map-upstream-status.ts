@@ -13,8 +13,15 @@ export function mapUpstreamStatus(status: number, statusMap: ReadonlyMap<number,
   if (!Number.isInteger(status) || status < 200 || status > 599) return 502;
   if (status < 400) return null;
   if (status === NEVER_PASSED_ON) return 502;
-  return statusMap.get(status) ?? (isErrorStatus(status) ? status : 502);
+  return statusMap.get(status) ?? (isErrorStatus(status) && !GATEWAY_OWN.has(status) ? status : 502);
 }
+
+/**
+ * Error statuses the gateway answers about a client's own standing with it, never for the upstream
+ * unless the policy's map says so: an upstream 429 is about the gateway's own standing upstream
+ * (every acquirer reaches it as one client), not the acquirer's share of the gateway.
+ */
+const GATEWAY_OWN: ReadonlySet<number> = new Set([429]);
 
 /** The one error status an upstream's answer is never given, and never passed on as: see mapUpstreamStatus. */
 export const NEVER_PASSED_ON = 401;

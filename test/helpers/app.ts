@@ -27,6 +27,7 @@ export async function createTestApp(options: {
   trustedProxies?: IpAllowlist | null;
   policy?: CompiledPolicy;
   collectYoung?: () => void;
+  acquirerMaxInFlight?: number;
 }): Promise<TestApp> {
   const policy = options.policy ?? (await shippedPolicy());
   const store = new MemoryKeyStore();
@@ -39,6 +40,7 @@ export async function createTestApp(options: {
     upstream: { url: options.upstreamUrl, timeoutMs: options.upstreamTimeoutMs ?? 5000, idleTimeoutMs: options.streamIdleTimeoutMs ?? 5000, agent, collectYoung: options.collectYoung },
     logger: silentLogger,
     metrics: createMetrics(),
+    acquirerMaxInFlight: options.acquirerMaxInFlight,
   });
   return {
     app,

@@ -320,6 +320,42 @@ describe('connections', () => {
   });
 });
 
+describe("each acquirer's share of the upstream", () => {
+  it('answers 429 with Retry-After to an acquirer past ACQUIRER_MAX_IN_FLIGHT, never asking the upstream, while another is served', async () => {
+    const g = await serve({ ACQUIRER_MAX_IN_FLIGHT: '1' });
+    const [busy, other] = [
+      await createKey(env, { acquirer: 'acq_busy', permissions: ['eod_list', 'eod_read'] }),
+      await createKey(env, { acquirer: 'acq_other', permissions: ['eod_list', 'eod_read'] }),
+    ];
+    secrets.push(busy.key, other.key);
+    try {
+      const { done } = await startSlowDownload(g, busy.key);
+      const asked = upstream.received.length;
+      const refused = await request(g.url, LIST, bearer(busy.key));
+      expect([refused.status, refused.body.toString(), refused.headers['retry-after'], refused.headers['content-type']]).toEqual([
+        429,
+        '{"message":"Too many requests"}',
+        '1',
+        'application/json; charset=utf-8',
+      ]);
+      expect(upstream.received.length).toBe(asked);
+      // A request that would not have gone upstream is judged as ever: no share is asked of it.
+      expect((await request(g.url, PERMISSIONS, bearer(busy.key))).status).toBe(200);
+      expect((await request(g.url, LIST, bearer(other.key))).status).toBe(200);
+      finishSlow!();
+      finishSlow = undefined;
+      expect((await done).status).toBe(200);
+      expect((await request(g.url, LIST, bearer(busy.key))).status).toBe(200);
+      const metrics = await metricsText(g);
+      expect(metricValue(metrics, 'acquirer_gateway_denials_total', { reason: 'too_many_in_flight' })).toBe(1);
+      expect(metricValue(metrics, 'acquirer_gateway_requests_total', { route: 'eod_statements_list', status: '429' })).toBe(1);
+    } finally {
+      await g.stop();
+      allLogLines.push(...g.logLines);
+    }
+  });
+});
+
 describe('live policy changes', () => {
   let key: string;
   beforeAll(async () => {

@@ -260,6 +260,26 @@ describe('upstream answers', () => {
   // test/integration/upstream-faults.test.ts: nock's interceptors do not fail a piped proxy request.
 });
 
+describe("an acquirer's share of the upstream", () => {
+  it('is given back however an exchange ends: answered, failed, mapped', async () => {
+    t.close();
+    t = await createTestApp({ upstreamUrl: UPSTREAM, upstreamTimeoutMs: 200, acquirerMaxInFlight: 1 });
+    ({ key } = await t.addKey({ acquirer_id: 'acq_1' }));
+    // Each its own page, so that no answer can be taken for another's.
+    nock(UPSTREAM).get(LIST).query({ page: '1' }).reply(200, '{}', { 'content-type': JSON_TYPE });
+    nock(UPSTREAM).get(LIST).query({ page: '2' }).replyWithError({ code: 'ECONNREFUSED' });
+    nock(UPSTREAM).get(LIST).query({ page: '3' }).reply(500, 'broken');
+    nock(UPSTREAM).get(CSV).reply(403, 'not yours');
+    nock(UPSTREAM).get(LIST).query({ page: '4' }).reply(200, '{}', { 'content-type': JSON_TYPE });
+    const statuses = [];
+    for (const path of [`${LIST}?page=1`, `${LIST}?page=2`, `${LIST}?page=3`, CSV, `${LIST}?page=4`]) statuses.push((await get(path)).status);
+    // One at a time, each after the last ended: with a share of one, a share not given back is a 429.
+    expect(statuses).not.toContain(429);
+    expect(statuses.some((status) => status >= 500)).toBe(true); // the failed exchange failed
+    expect([statuses[3], statuses[4]]).toEqual([404, 200]);
+  });
+});
+
 describe('refusals never reach the upstream', () => {
   // A catch-all interceptor that must stay pending: any request to the upstream would consume it.
   beforeEach(() => {
