@@ -34,21 +34,29 @@ export function peerText(socket: Socket): string | null {
 }
 
 /**
+ * How many addresses of X-Forwarded-For are looked at, from the right. No real chain of proxies is
+ * this long; a client that can send the header through them (one inside TRUSTED_PROXIES, or a
+ * balancer that passes the header on) could otherwise make every request parse a thousand.
+ */
+export const MAX_FORWARDED_HOPS = 32;
+
+/**
  * Decides who the client is. The socket peer, unless it is a trusted proxy: then X-Forwarded-For is
  * walked from the right, skipping trusted proxies, and the first other address is the client.
- * Returns null when the answer cannot be trusted (an unparseable address in the chain): a key with a
- * whitelist is then refused, never let through on a guess.
+ * Returns null when the answer cannot be trusted (an unparseable address in the chain, or more than
+ * MAX_FORWARDED_HOPS trusted ones): a key with a whitelist is then refused, never let through on a guess.
  */
 export function resolveClientAddress(peer: IpAddress | null, forwardedFor: string | undefined, trustedProxies: IpAllowlist | null): IpAddress | null {
   if (peer === null || trustedProxies === null || !trustedProxies.contains(peer)) return peer;
   if (forwardedFor === undefined || forwardedFor.trim() === '') return peer;
   const hops = forwardedFor.split(',');
   let client: IpAddress = peer;
-  for (let i = hops.length - 1; i >= 0; i--) {
+  for (let i = hops.length - 1; i >= Math.max(hops.length - MAX_FORWARDED_HOPS, 0); i--) {
     const hop = parseAddress(hops[i]!.trim());
     if (hop === null) return null;
     client = hop;
     if (!trustedProxies.contains(hop)) return hop;
   }
+  if (hops.length > MAX_FORWARDED_HOPS) return null; // trusted as far as it was looked at, and no further
   return client; // every hop is a trusted proxy: the left-most is as far as we can see
 }

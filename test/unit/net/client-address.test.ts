@@ -1,4 +1,4 @@
-import { resolveClientAddress } from '../../../src/net/client-address.js';
+import { MAX_FORWARDED_HOPS, resolveClientAddress } from '../../../src/net/client-address.js';
 import { compileAllowlist, parseAddress } from '../../../src/net/ip-allowlist.js';
 
 const trusted = compileAllowlist(['10.0.0.0/8', '::1']);
@@ -35,6 +35,14 @@ describe('resolveClientAddress', () => {
     expect(resolve('10.0.0.2', '203.0.113.5, garbage')).toBeNull();
     expect(resolve('10.0.0.2', '203.0.113.5:4711')).toBeNull();
     expect(resolve(undefined, undefined)).toBeNull();
+  });
+
+  it(`looks at no more than ${MAX_FORWARDED_HOPS} addresses, and cannot judge a longer chain of trusted ones`, () => {
+    const trustedHops = (n: number) => Array.from({ length: n }, (_, i) => `10.0.${i >> 8}.${i & 255}`);
+    expect(resolve('10.0.0.2', ['203.0.113.5', ...trustedHops(MAX_FORWARDED_HOPS - 1)].join(', '))).toBe('203.0.113.5');
+    expect(resolve('10.0.0.2', ['203.0.113.5', ...trustedHops(MAX_FORWARDED_HOPS)].join(', '))).toBeNull();
+    expect(resolve('10.0.0.2', trustedHops(MAX_FORWARDED_HOPS).join(', '))).toBe('10.0.0.0');
+    expect(resolve('10.0.0.2', ['garbage', ...trustedHops(5000)].join(', '))).toBeNull();
   });
 
   it('does not reach past an untrusted hop to an unparseable one', () => {
