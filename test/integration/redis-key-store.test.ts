@@ -15,7 +15,9 @@ afterAll(async () => redis.stop());
 
 keyStoreContract('RedisKeyStore', async () => {
   const prefix = `${redis.prefix}${randomBytes(4).toString('hex')}:`;
-  const store = new RedisKeyStore({ url: redis.url, prefix });
+  // Connected before it is used: a gateway's store queues nothing (on a loaded machine the
+  // observer's subscription could be confirmed first).
+  const store = await readyStore(prefix);
   const observer = new RedisKeyStore({ url: redis.url, prefix, subscribe: true });
   // The observer must be subscribed before anything is published.
   await waitFor(async () => (await redis.client.pubsub('NUMSUB', `${prefix}events`))[1] === 1, { what: 'subscription' });
