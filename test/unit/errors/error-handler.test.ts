@@ -1,8 +1,8 @@
 import express from 'express';
 import request from 'supertest';
-import { createErrorHandler } from '../../../src/errors/error-handler.js';
+import { createErrorHandler, FAILURE_LINE_EVERY_MS } from '../../../src/errors/error-handler.js';
 import { GatewayError } from '../../../src/errors/gateway-error.js';
-import { silentLogger } from '../../../src/logger.js';
+import { createLogger, silentLogger } from '../../../src/logger.js';
 
 function appThrowing(error: unknown) {
   const app = express();
@@ -32,5 +32,27 @@ describe('the error handler', () => {
     expect(res.text).toBe('{"message":"Internal server error"}');
     expect(res.text).not.toContain('hunter2');
     expect(res.headers['x-request-id']).toBe('req-1');
+  });
+
+  it("writes a failure's line at most once a second for each code, saying how many it did not write", async () => {
+    let clock = 0;
+    const lines: Record<string, unknown>[] = [];
+    const logger = createLogger('info', { write: (line: string) => lines.push(JSON.parse(line)) });
+    const app = express();
+    app.use((_req, res, next) => {
+      res.locals.requestId = 'req-1';
+      next(new GatewayError('KEY_STORE_UNAVAILABLE', { cause: new Error('redis down') }));
+    });
+    app.use(createErrorHandler(logger, () => clock));
+    const statuses = [];
+    for (const at of [0, 10, 999, FAILURE_LINE_EVERY_MS, FAILURE_LINE_EVERY_MS + 1]) {
+      clock = at;
+      statuses.push((await request(app).get('/')).status);
+    }
+    expect(statuses).toEqual([503, 503, 503, 503, 503]);
+    expect(lines.map((l) => [l.msg, l.code, l.same_failures_unwritten])).toEqual([
+      ['request failed', 'KEY_STORE_UNAVAILABLE', undefined],
+      ['request failed', 'KEY_STORE_UNAVAILABLE', 2],
+    ]);
   });
 });
