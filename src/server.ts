@@ -148,8 +148,20 @@ export async function startGateway(config: Config, { logger, policy: initialPoli
   // the request guard sees the head is too long and refuses it. Unlimited (0), a head of thousands of
   // short lines cost about 5× the CPU of a plain one in Node's own header handling before the refusal.
   server.maxHeadersCount = MAX_HEADER_COUNT + 1;
-  server.maxConnections = config.maxConnections;
-  server.on('drop', dropWarning(logger, metrics, config.maxConnections));
+  // MAX_CONNECTIONS is counted here, not by Node's maxConnections: under WORKERS a worker refusing a
+  // connection that way gives it back to the primary, which hands it to the next worker, and round
+  // again, a core spinning for as long as the connection stays open, which is then never closed.
+  const dropped = dropWarning(logger, metrics, config.maxConnections);
+  let openConnections = 0;
+  server.on('connection', (socket) => {
+    if (openConnections >= config.maxConnections) {
+      socket.destroy();
+      dropped();
+      return;
+    }
+    openConnections++;
+    socket.once('close', () => openConnections--);
+  });
   const answers = trackConnectionAnswers(server, (socket) =>
     logger.warn({ limit: MAX_PIPELINED_REQUESTS, client: peerText(socket) }, 'a connection pipelined more requests than the limit ahead of their answers: closed'),
   );

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import http from 'node:http';
@@ -551,6 +552,35 @@ if (cluster.isWorker && cluster.worker.id === 1) {
       expect((paused.lived_ms as number) - (paused.answered_for_ms as number)).toBeGreaterThanOrEqual(6_000);
     } finally {
       killIfAlive(victim);
+      await g.stop();
+    }
+  }, 30_000);
+
+  it('closes connections past MAX_CONNECTIONS in each worker, as a single process does, never handing them round', async () => {
+    const g = await startServe({ ...env, WORKERS: '2', MAX_CONNECTIONS: '1' });
+    const sockets: net.Socket[] = [];
+    try {
+      // Two workers of one each hold two; of four, two are closed, whichever worker each came to.
+      const closed = await Promise.all(
+        Array.from({ length: 4 }, async () => {
+          const socket = await new Promise<net.Socket>((resolve, reject) => {
+            const s = net.connect(g.port, '127.0.0.1', () => resolve(s));
+            s.on('error', reject);
+          });
+          sockets.push(socket);
+          return socket;
+        }),
+      ).then(() =>
+        waitFor(() => (sockets.filter((s) => s.closed).length >= 2 ? sockets.filter((s) => s.closed).length : undefined), { what: 'two connections to be closed' }),
+      );
+      expect(closed).toBe(2);
+      const dropped = await waitFor(async () => {
+        const value = metric((await request(g.adminUrl, '/metrics')).body.toString(), 'acquirer_gateway_connections_dropped_total');
+        return value === 2 ? value : undefined;
+      }, { what: 'the drops to be counted' });
+      expect(dropped).toBe(2);
+    } finally {
+      for (const socket of sockets) socket.destroy();
       await g.stop();
     }
   }, 30_000);
