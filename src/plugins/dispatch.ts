@@ -51,6 +51,9 @@ export function createDispatch({ proxy, acquirerMaxInFlight = DEFAULT_ACQUIRER_M
       res.end(body);
       return;
     }
+    // The client left while its key was looked up: its response has closed already, and a share
+    // taken now would never be given back. Nothing is forwarded for it (the proxy says the same).
+    if (req.socket.destroyed) return;
     const acquirerId = res.locals.key!.acquirerId;
     if (!inFlight.enter(acquirerId)) throw new GatewayError('ACQUIRER_BUSY');
     // A response closes once, however it ends (answered, failed, cut, the client gone).

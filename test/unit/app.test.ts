@@ -280,6 +280,40 @@ describe("an acquirer's share of the upstream", () => {
   });
 });
 
+describe("an acquirer's share, when its client leaves while the key is looked up", () => {
+  it('is never taken, so later requests are not refused', async () => {
+    t.close();
+    t = await createTestApp({ upstreamUrl: UPSTREAM, upstreamTimeoutMs: 200, acquirerMaxInFlight: 1 });
+    ({ key } = await t.addKey({ acquirer_id: 'acq_1' }));
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let lookups = 0;
+    const findByHash = t.store.findByHash.bind(t.store);
+    t.store.findByHash = async (hash: string) => {
+      lookups++;
+      await gate;
+      return findByHash(hash);
+    };
+    const server = http.createServer(t.app);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const port = (server.address() as AddressInfo).port;
+    try {
+      const leaving = http.get({ host: '127.0.0.1', port, path: LIST, agent: false, headers: { authorization: `Bearer ${key}` } });
+      leaving.on('error', () => {});
+      await waitFor(() => lookups === 1, { what: 'the key lookup' });
+      leaving.destroy();
+      await waitFor(() => new Promise<true | undefined>((resolve) => server.getConnections((_, count) => resolve(count === 0 ? true : undefined))), { what: 'the client to be gone' });
+      // The lookup ends and the request goes on through the steps in microtasks: before the next
+      // request's first byte can arrive.
+      release();
+      nock(UPSTREAM).get(LIST).reply(200, '{}', { 'content-type': JSON_TYPE });
+      expect((await get(LIST)).status).toBe(200);
+    } finally {
+      server.close();
+    }
+  });
+});
+
 describe('refusals never reach the upstream', () => {
   // A catch-all interceptor that must stay pending: any request to the upstream would consume it.
   beforeEach(() => {
