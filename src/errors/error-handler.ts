@@ -1,16 +1,18 @@
 import type { ErrorRequestHandler } from 'express';
-import type { ErrorCode } from './codes.js';
 import { GatewayError } from './gateway-error.js';
 import { sendError } from './error-response.js';
 import type { Logger } from '../logger.js';
 
 /**
- * How often, at most, the line of one failure code is written. A failure every request meets while
- * it lasts (Redis down: 503 for every key not cached) would otherwise write a stack for each, about
- * four times the log of a normal request, for any client sending random keys. Each request's access
- * line still names its code.
+ * How often, at most, the line of one failure is written: the same code with the same cause's
+ * message. A failure every request meets while it lasts (Redis down: 503 for every key not cached)
+ * would otherwise write a stack for each, about four times the log of a normal request, for any
+ * client sending random keys; failures that differ (each unreadable key record, named in its
+ * message) are each written. Each request's access line still names its code.
  */
 export const FAILURE_LINE_EVERY_MS = 1000;
+/** Failures remembered at once; more (causes that all differ) start the memory over. */
+const FAILURES_REMEMBERED = 256;
 
 /**
  * The Express error handler: every thrown or passed error ends here. Known refusals carry their code;
@@ -18,17 +20,19 @@ export const FAILURE_LINE_EVERY_MS = 1000;
  * `now`: milliseconds on a monotonic clock.
  */
 export function createErrorHandler(logger: Logger, now: () => number = () => performance.now()): ErrorRequestHandler {
-  /** For each code: when its line was last written, and how many were not written since. */
-  const lastLines = new Map<ErrorCode, { at: number; unwritten: number }>();
+  /** For each failure: when its line was last written, and how many were not written since. */
+  const lastLines = new Map<string, { at: number; unwritten: number }>();
   const logFailure = (err: GatewayError) => {
     const at = now();
-    const last = lastLines.get(err.code);
+    const failure = `${err.code}\u0000${err.cause instanceof Error ? err.cause.message : ''}`;
+    const last = lastLines.get(failure);
     if (last !== undefined && at - last.at < FAILURE_LINE_EVERY_MS) {
       last.unwritten++;
       return;
     }
     const unwritten = last?.unwritten ?? 0;
-    lastLines.set(err.code, { at, unwritten: 0 });
+    if (lastLines.size >= FAILURES_REMEMBERED) lastLines.clear();
+    lastLines.set(failure, { at, unwritten: 0 });
     logger.error({ err: err.cause ?? err, code: err.code, ...(unwritten > 0 ? { same_failures_unwritten: unwritten } : {}) }, 'request failed');
   };
   return function gatewayErrorHandler(err: unknown, _req, res, _next) {

@@ -34,25 +34,27 @@ describe('the error handler', () => {
     expect(res.headers['x-request-id']).toBe('req-1');
   });
 
-  it("writes a failure's line at most once a second for each code, saying how many it did not write", async () => {
+  it("writes a failure's line at most once a second, saying how many it did not write; a different failure is written", async () => {
     let clock = 0;
+    let cause = 'redis down';
     const lines: Record<string, unknown>[] = [];
     const logger = createLogger('info', { write: (line: string) => lines.push(JSON.parse(line)) });
     const app = express();
     app.use((_req, res, next) => {
       res.locals.requestId = 'req-1';
-      next(new GatewayError('KEY_STORE_UNAVAILABLE', { cause: new Error('redis down') }));
+      next(new GatewayError('KEY_STORE_UNAVAILABLE', { cause: new Error(cause) }));
     });
     app.use(createErrorHandler(logger, () => clock));
     const statuses = [];
-    for (const at of [0, 10, 999, FAILURE_LINE_EVERY_MS, FAILURE_LINE_EVERY_MS + 1]) {
-      clock = at;
+    for (const [at, because] of [[0, 'redis down'], [10, 'redis down'], [20, 'record key:0a1b… unreadable'], [999, 'redis down'], [FAILURE_LINE_EVERY_MS, 'redis down'], [FAILURE_LINE_EVERY_MS + 1, 'redis down']] as const) {
+      [clock, cause] = [at, because];
       statuses.push((await request(app).get('/')).status);
     }
-    expect(statuses).toEqual([503, 503, 503, 503, 503]);
-    expect(lines.map((l) => [l.msg, l.code, l.same_failures_unwritten])).toEqual([
-      ['request failed', 'KEY_STORE_UNAVAILABLE', undefined],
-      ['request failed', 'KEY_STORE_UNAVAILABLE', 2],
+    expect(statuses).toEqual([503, 503, 503, 503, 503, 503]);
+    expect(lines.map((l) => [l.msg, l.code, (l.err as { message: string }).message, l.same_failures_unwritten])).toEqual([
+      ['request failed', 'KEY_STORE_UNAVAILABLE', 'redis down', undefined],
+      ['request failed', 'KEY_STORE_UNAVAILABLE', 'record key:0a1b… unreadable', undefined],
+      ['request failed', 'KEY_STORE_UNAVAILABLE', 'redis down', 2],
     ]);
   });
 });
