@@ -1,4 +1,4 @@
-import { Redis, type RedisOptions } from 'ioredis';
+import { Redis, ReplyError, type RedisOptions } from 'ioredis';
 import { z } from 'zod';
 import { parseCidr } from '../net/ip-allowlist.js';
 import { isValidAcquirerId, type ApiKeyRecord } from './api-key.js';
@@ -310,7 +310,7 @@ export class RedisKeyStore implements KeyStore {
       .sadd(idsKey, record.id)
       .exec()
       .catch((err: unknown) => {
-        throw new CreationUnconfirmedError(record.id, err);
+        throw refusedOr(err, () => new CreationUnconfirmedError(record.id, err));
       });
     if (results === null) throw new Error(`key id ${record.id} already exists`); // taken in between
     const failed = results.find(([err]) => err !== null);
@@ -387,7 +387,7 @@ export class RedisKeyStore implements KeyStore {
         .set(recordKey, JSON.stringify(next))
         .exec()
         .catch((err: unknown) => {
-          throw new ChangeUnconfirmedError(id, err);
+          throw refusedOr(err, () => new ChangeUnconfirmedError(id, err));
         });
       if (committed === null) continue; // someone else wrote in between: read again
       await this.#publishChange(id, hash);
@@ -443,4 +443,15 @@ export class RedisKeyStore implements KeyStore {
   #idKey(id: string): string {
     return `${this.#prefix}id:${id}`;
   }
+}
+
+/**
+ * An EXEC that failed: a refusal Redis answered (a read-only replica, out of memory, an ACL) wrote
+ * nothing, and says why in the errors of the commands it discarded; anything else (the connection
+ * lost, a timeout) leaves the outcome unknown (`unknown()`).
+ */
+function refusedOr(err: unknown, unknown: () => Error): Error {
+  if (!(err instanceof ReplyError)) return unknown();
+  const why = ((err as { previousErrors?: Error[] }).previousErrors ?? []).map((e) => e.message);
+  return new Error(`Redis refused the write, and nothing was written: ${[...new Set(why)].join('; ') || (err as Error).message}`);
 }

@@ -130,6 +130,25 @@ describe('keys show, update, disable, list', () => {
     }
   });
 
+  it('a write Redis refuses says so and that nothing was written, not that it may be', async () => {
+    // A Redis user that may not SET: the transaction is refused as it is queued. Created and deleted
+    // here, under a name of this file's own (this may be a shared Redis).
+    const user = `${redis.prefix.replace(/:$/, '')}-noset`;
+    await redis.client.call('ACL', 'SETUSER', user, 'on', '>pw', '~*', '&*', '+@all', '-set');
+    try {
+      const url = new URL(redis.url);
+      url.username = user;
+      url.password = 'pw';
+      const result = await runCli(['keys', 'create', '--acquirer', 'acq_refused', '--permissions', 'eod_list'], { ...env, REDIS_URL: url.toString() });
+      expect([result.code, result.stdout]).toEqual([1, '']);
+      expect(result.stderr).toMatch(/^acquirer-gateway: cannot use Redis at redis:\/\/[^@\s]+: Redis refused the write, and nothing was written: NOPERM .*\n$/);
+      expect(result.stderr).not.toContain('pw@');
+    } finally {
+      await redis.client.call('ACL', 'DELUSER', user);
+    }
+    expect(JSON.parse((await runCli(['keys', 'list', '--acquirer', 'acq_refused'], env)).stdout || '[]')).toEqual([]);
+  });
+
   it("a creation whose answer from Redis was lost exits 1, prints no key, and says how to find and disable it", async () => {
     const relay = await startTcpProxy(redis.url);
     let id: string;
