@@ -139,7 +139,9 @@ export function compilePolicy(doc: PolicyDocument, contentHash: string): Compile
       problem(['routes', i, 'method'], 'the permission catalogue is served for GET only');
     }
 
-    const declaredQuery = route.query === UNCHECKED_QUERY ? undefined : (route.query ?? {});
+    // Absent, none, for a route that goes upstream; a route the gateway answers itself forwards
+    // nothing, and its clients may add what they like (a cache-buster).
+    const declaredQuery = route.query === UNCHECKED_QUERY || (route.query === undefined && route.serve !== undefined) ? undefined : (route.query ?? {});
     for (const name of Object.keys(declaredQuery ?? {})) {
       if (!QUERY_NAME.test(name)) problem(['routes', i, 'query', name], 'a query parameter name is a letter, then up to 63 letters, digits, _ . or -');
     }

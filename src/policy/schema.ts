@@ -40,7 +40,7 @@ export const routeSchema = z.strictObject({
     })
     .optional()
     .describe(
-      `The query parameters the route takes, each with its type: any other, one given twice, or a value not of its type is refused (400). Absent or \`{}\`: none. \`${UNCHECKED_QUERY}\`: the query is forwarded unchecked, which a route must ask for.`,
+      `The query parameters the route takes, each with its type: any other, one given twice, or a value not of its type is refused (400). Absent or \`{}\`: none (absent on a \`serve\` route: any, unread). \`${UNCHECKED_QUERY}\`: the query is forwarded unchecked, which a route must ask for.`,
     ),
   permissions: z
     .array(permissionName)

@@ -159,7 +159,7 @@ describe('routeTable', () => {
       '| `eod_statements_list` | GET | `/v1/acquirer/eod_statements` | – | page: positive_integer | `eod_list`, `eod_read` | upstream |',
       '| `eod_statement_download` | GET | `/v1/acquirer/eod_statements/:statement_id.csv` | statement_id: uuid | none | `eod_list`, `eod_read` | upstream |',
       '| `eod_statement_download_by_date` | GET | `/v1/acquirer/eod_statements/by_date/:date.csv` | date: date | none | `eod_list`, `eod_read` | upstream |',
-      '| `api_keys_permissions` | GET | `/v1/acquirer/api_keys/permissions` | – | none | no permission (any valid key) | gateway |',
+      '| `api_keys_permissions` | GET | `/v1/acquirer/api_keys/permissions` | – | any (unchecked) | no permission (any valid key) | gateway |',
     ]);
   });
 });
