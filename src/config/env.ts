@@ -9,7 +9,6 @@ import {
   DEFAULT_OUTAGE_GRACE_MS,
 } from '../keys/key-resolver.js';
 import { DEFAULT_REDIS_COMMAND_TIMEOUT_MS, DEFAULT_REDIS_KEY_PREFIX } from '../keys/redis-key-store.js';
-import { DEFAULT_ACQUIRER_MAX_IN_FLIGHT } from '../plugins/dispatch.js';
 
 export const DEFAULT_PORT = 8080;
 export const DEFAULT_HOST = '::';
@@ -33,6 +32,13 @@ const workerCount = z.string().transform((text, ctx) => {
   if (text === 'auto') return availableParallelism();
   const n = /^[0-9]+$/.test(text) ? Number(text) : NaN;
   if (!(n >= 1 && n <= 256)) ctx.addIssue({ code: 'custom', message: 'must be auto or an integer from 1 to 256' });
+  return n;
+});
+/** `half` (UPSTREAM_MAX_SOCKETS's, rounded up: resolved by loadConfig, as 0 here) or a count. */
+const shareOfPool = z.string().transform((text, ctx) => {
+  if (text === 'half') return 0;
+  const n = /^[0-9]+$/.test(text) ? Number(text) : NaN;
+  if (!(n >= 1 && n <= 65535)) ctx.addIssue({ code: 'custom', message: 'must be half or an integer from 1 to 65535' });
   return n;
 });
 const httpOrigin = z.string().superRefine((text, ctx) => {
@@ -106,7 +112,7 @@ export const CONFIG_FIELDS = {
   upstreamTimeoutMs: field({ env: 'UPSTREAM_TIMEOUT_MS', default: String(DEFAULT_UPSTREAM_TIMEOUT_MS), description: 'Time allowed for the upstream to start answering (response headers); then 504.', schema: integer(1, 3_600_000) }),
   streamIdleTimeoutMs: field({ env: 'STREAM_IDLE_TIMEOUT_MS', default: '60000', description: 'Once an answer is streaming to the client: no byte passing for this long (a client that stopped reading, an upstream that stopped sending) cuts both connections.', schema: integer(1000, 3_600_000) }),
   upstreamMaxSockets: field({ env: 'UPSTREAM_MAX_SOCKETS', default: String(DEFAULT_UPSTREAM_MAX_SOCKETS), description: 'Keep-alive connections to the upstream, at most. A request waits for one while all are busy, within UPSTREAM_TIMEOUT_MS (then 504, counted as kind="pool_exhausted").', schema: integer(1, 65535) }),
-  acquirerMaxInFlight: field({ env: 'ACQUIRER_MAX_IN_FLIGHT', default: String(DEFAULT_ACQUIRER_MAX_IN_FLIGHT), description: 'Requests of one acquirer being proxied at once, at most (each process); one more is answered 429 with Retry-After: 1. Below UPSTREAM_MAX_SOCKETS, one acquirer cannot hold every upstream connection.', schema: integer(1, 65535) }),
+  acquirerMaxInFlight: field({ env: 'ACQUIRER_MAX_IN_FLIGHT', default: 'half', description: 'Requests of one acquirer being proxied at once, at most (each process); one more is answered 429 with Retry-After: 1. `half`: half of UPSTREAM_MAX_SOCKETS (rounded up), so one acquirer cannot hold every upstream connection.', schema: shareOfPool }),
   redisCommandTimeoutMs: field({ env: 'REDIS_COMMAND_TIMEOUT_MS', default: String(DEFAULT_REDIS_COMMAND_TIMEOUT_MS), description: 'A key lookup Redis does not answer in this time fails (503 unless cached).', schema: integer(1, 60_000) }),
   keyCacheTtlMs: field({ env: 'KEY_CACHE_TTL_MS', default: String(DEFAULT_KEY_CACHE_TTL_MS), description: 'How long a valid key is trusted in-process before Redis is asked again. Changes arrive sooner by pub/sub.', schema: integer(0, 86_400_000) }),
   keyCacheMaxEntries: field({ env: 'KEY_CACHE_MAX_ENTRIES', default: String(DEFAULT_KEY_CACHE_MAX_ENTRIES), description: 'Keys kept in-process, at most (least recently used go first). Unknown keys have a cache of the same size of their own. Both reserve their memory at start-up, about 16 bytes an entry each, in every process: 10,000,000 takes about 300 MiB before any key is cached.', schema: integer(1, 10_000_000) }),
@@ -173,6 +179,11 @@ export function loadConfig(env: NodeJS.ProcessEnv, flags: Readonly<Record<string
   }
   if (problems.length === 0 && (values.headersTimeoutMs as number) > (values.requestTimeoutMs as number)) {
     problems.push('HEADERS_TIMEOUT_MS: must not be longer than REQUEST_TIMEOUT_MS');
+  }
+  if (problems.length === 0 && values.acquirerMaxInFlight === 0) values.acquirerMaxInFlight = Math.ceil((values.upstreamMaxSockets as number) / 2);
+  // A share larger than the pool protects no acquirer from another.
+  if (problems.length === 0 && (values.acquirerMaxInFlight as number) > (values.upstreamMaxSockets as number)) {
+    problems.push(`ACQUIRER_MAX_IN_FLIGHT: must not be more than UPSTREAM_MAX_SOCKETS (${values.upstreamMaxSockets as number}); about half of it leaves the other acquirers the rest`);
   }
   if (problems.length > 0) throw new ConfigError(problems);
   const trusted = values.trustedProxies as string[];

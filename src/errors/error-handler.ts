@@ -33,7 +33,9 @@ export function createErrorHandler(logger: Logger, now: () => number = () => per
     const unwritten = last?.unwritten ?? 0;
     if (lastLines.size >= FAILURES_REMEMBERED) lastLines.clear();
     lastLines.set(failure, { at, unwritten: 0 });
-    logger.error({ err: err.cause ?? err, code: err.code, ...(unwritten > 0 ? { same_failures_unwritten: unwritten } : {}) }, 'request failed');
+    // Those left out came in the second after the line before this one, which may be long ago: when it was is said too.
+    const leftOut = unwritten > 0 ? { same_failures_unwritten: unwritten, unwritten_after_ms_ago: Math.round(at - last!.at) } : {};
+    logger.error({ err: err.cause ?? err, code: err.code, ...leftOut }, 'request failed');
   };
   return function gatewayErrorHandler(err: unknown, _req, res, _next) {
     if (err instanceof GatewayError) {

@@ -35,6 +35,13 @@ describe('loadConfig', () => {
     expect(config.upstreamUrl).toBe('https://statements.internal:8443');
   });
 
+  it("takes an acquirer's share as half the upstream pool unless told a count", () => {
+    expect(loadConfig(base).acquirerMaxInFlight).toBe(128);
+    expect(loadConfig({ ...base, UPSTREAM_MAX_SOCKETS: '5' }).acquirerMaxInFlight).toBe(3);
+    expect(loadConfig({ ...base, UPSTREAM_MAX_SOCKETS: '1' }).acquirerMaxInFlight).toBe(1);
+    expect(loadConfig({ ...base, ACQUIRER_MAX_IN_FLIGHT: '16' }).acquirerMaxInFlight).toBe(16);
+  });
+
   it('takes WORKERS as a count, or auto for one per core, and refuses anything else', () => {
     expect(loadConfig(base).workers).toBe(1);
     expect(loadConfig({ ...base, WORKERS: '4' }).workers).toBe(4);
@@ -74,6 +81,8 @@ describe('loadConfig', () => {
     // Node reads a keep-alive timeout of 0 as none: an idle connection, even one with no valid key, would stay for ever.
     [{ ...base, KEEP_ALIVE_TIMEOUT_MS: '0' }, 'KEEP_ALIVE_TIMEOUT_MS: must be an integer from 1 to 600000 (got "0")'],
     [{ ...base, HEADERS_TIMEOUT_MS: '60000', REQUEST_TIMEOUT_MS: '30000' }, 'HEADERS_TIMEOUT_MS: must not be longer than REQUEST_TIMEOUT_MS'],
+    [{ ...base, UPSTREAM_MAX_SOCKETS: '64', ACQUIRER_MAX_IN_FLIGHT: '65' }, 'ACQUIRER_MAX_IN_FLIGHT: must not be more than UPSTREAM_MAX_SOCKETS (64); about half of it leaves the other acquirers the rest'],
+    [{ ...base, ACQUIRER_MAX_IN_FLIGHT: '0' }, 'ACQUIRER_MAX_IN_FLIGHT: must be half or an integer from 1 to 65535 (got "0")'],
     [{ ...base, LOG_LEVEL: 'loud' }, 'LOG_LEVEL: must be one of fatal, error, warn, info, debug, trace, silent (got "loud")'],
   ])('refuses %j with one line naming the variable', (env, line) => {
     expect(problems(env as Record<string, string>)).toEqual([line]);
