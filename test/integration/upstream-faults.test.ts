@@ -157,7 +157,7 @@ beforeAll(async () => {
   const env = { REDIS_URL: redis.url, REDIS_KEY_PREFIX: redis.prefix, POLICY_FILE: queryUncheckedPolicyFile() };
   ({ key } = await createKey(env, { acquirer: 'acq_1', permissions: ['eod_list', 'eod_read'] }));
   gateway = await startServe({ ...env, UPSTREAM_URL: `http://127.0.0.1:${faultyPort}`, UPSTREAM_TIMEOUT_MS: String(UPSTREAM_TIMEOUT_MS), STREAM_IDLE_TIMEOUT_MS: '1000' });
-  onePoolGateway = await startServe({ ...env, UPSTREAM_URL: `http://127.0.0.1:${faultyPort}`, UPSTREAM_MAX_SOCKETS: '1', UPSTREAM_TIMEOUT_MS: '5000', STREAM_IDLE_TIMEOUT_MS: '1000' });
+  onePoolGateway = await startServe({ ...env, UPSTREAM_URL: `http://127.0.0.1:${faultyPort}`, UPSTREAM_MAX_SOCKETS: '1', ACQUIRER_MAX_IN_FLIGHT: '1', UPSTREAM_TIMEOUT_MS: '5000', STREAM_IDLE_TIMEOUT_MS: '1000' });
   // A port nothing listens on: connection refused.
   closedGateway = await startServe({ ...env, UPSTREAM_URL: `http://127.0.0.1:${await freePort()}` });
 }, 30_000);
@@ -366,7 +366,7 @@ describe('a streaming answer on which nothing moves for STREAM_IDLE_TIMEOUT_MS',
 describe('a pooled connection the upstream closed as it was reused', () => {
   let pooled: ServeProcess;
   beforeAll(async () => {
-    pooled = await startServe({ REDIS_URL: redis.url, REDIS_KEY_PREFIX: redis.prefix, POLICY_FILE: queryUncheckedPolicyFile(), UPSTREAM_URL: `http://127.0.0.1:${faultyPort}`, UPSTREAM_MAX_SOCKETS: '2' });
+    pooled = await startServe({ REDIS_URL: redis.url, REDIS_KEY_PREFIX: redis.prefix, POLICY_FILE: queryUncheckedPolicyFile(), UPSTREAM_URL: `http://127.0.0.1:${faultyPort}`, UPSTREAM_MAX_SOCKETS: '2', ACQUIRER_MAX_IN_FLIGHT: '2' });
   });
   afterAll(async () => pooled.stop());
 
@@ -506,11 +506,13 @@ it('a request that timed out waiting for a pooled connection gives it back: the 
   upstream.on('connection', () => connections++);
   await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', () => resolve()));
   const env = { REDIS_URL: redis.url, REDIS_KEY_PREFIX: redis.prefix, POLICY_FILE: queryUncheckedPolicyFile() };
-  const g = await startServe({ ...env, UPSTREAM_URL: `http://127.0.0.1:${(upstream.address() as net.AddressInfo).port}`, UPSTREAM_MAX_SOCKETS: '1', UPSTREAM_TIMEOUT_MS: '600' });
+  const g = await startServe({ ...env, UPSTREAM_URL: `http://127.0.0.1:${(upstream.address() as net.AddressInfo).port}`, UPSTREAM_MAX_SOCKETS: '1', ACQUIRER_MAX_IN_FLIGHT: '1', UPSTREAM_TIMEOUT_MS: '600' });
   try {
+    // Another acquirer's request waits for the pool: one of the same acquirer would be past its share (429).
+    const { key: other } = await createKey(env, { acquirer: 'acq_2', permissions: ['eod_list', 'eod_read'] });
     const held = request(g.url, `${LIST}?hold=1`, bearer(key));
     await waitFor(() => release, { what: 'the upstream to hold the first request' });
-    const queued = await request(g.url, `${LIST}?queued=1`, bearer(key));
+    const queued = await request(g.url, `${LIST}?queued=1`, bearer(other));
     expect({ status: queued.status, body: queued.body.toString() }).toEqual({ status: 504, body: '{"message":"Gateway timeout"}' });
     release!();
     expect(await held).toMatchObject({ status: 200, body: Buffer.from('{"eod_statements":[]}') });
