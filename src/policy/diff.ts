@@ -100,8 +100,12 @@ export function diffPolicies(oldPolicy: CompiledPolicy, newPolicy: CompiledPolic
   return out.join('\n');
 }
 
-/** Characters that change how text around them shows without showing themselves (bidi controls, zero widths, line separators). */
-const INVISIBLE = /[\p{Cf}\p{Zl}\p{Zp}]/gu;
+/**
+ * Characters that change how text around them shows without showing themselves: bidi controls, zero
+ * widths, line separators, and the control characters JSON leaves as they are (DEL and C1, such as
+ * U+009B, a terminal's control sequence introducer).
+ */
+const INVISIBLE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu;
 
 /**
  * A description, the one free text of a policy, as it shows in rendered Markdown: quoted, on one line,

@@ -71,11 +71,11 @@ describe('a description in a diff', () => {
       );
     // A right-to-left override, an isolate, a zero-width space, a byte-order mark, a line separator and a tag
     // character (outside the BMP: spelled as its two UTF-16 units, as JSON would).
-    const [a, b] = [withDescription('Read things'), withDescription('Read \u202Eabc\u2066x\u2069\u200By\uFEFFz\u2028end\u{E0041}')];
+    const [a, b] = [withDescription('Read things'), withDescription('Read \u202Eabc\u2066x\u2069\u200By\uFEFFz\u2028end\u{E0041}\u007F\u009B\u0085')];
     if (!a.ok || !b.ok) throw new Error('invalid test policy');
     const markdown = diffPolicies(a.policy, b.policy, 'a', 'b');
-    expect(markdown).toContain('- `things_read`: description "Read things" → "Read \\u202eabc\\u2066x\\u2069\\u200by\\ufeffz\\u2028end\\udb40\\udc41"\n');
-    expect(markdown).not.toMatch(/[\u202e\u2066\u2069\u200b\ufeff\u2028]|\u{E0041}/u);
+    expect(markdown).toContain('- `things_read`: description "Read things" → "Read \\u202eabc\\u2066x\\u2069\\u200by\\ufeffz\\u2028end\\udb40\\udc41\\u007f\\u009b\\u0085"\n');
+    expect(markdown).not.toMatch(/[\u202e\u2066\u2069\u200b\ufeff\u2028\u007f\u009b\u0085]|\u{E0041}/u);
   });
 });
 
