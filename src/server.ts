@@ -10,6 +10,7 @@ import { RedisKeyStore } from './keys/redis-key-store.js';
 import type { Logger } from './logger.js';
 import { attachHttpEdge } from './http-edge.js';
 import { peerText } from './net/client-address.js';
+import { lineThrottle } from './observability/line-throttle.js';
 import { createMetrics, type GatewayMetrics } from './observability/metrics.js';
 import type { CompiledPolicy } from './policy/compile.js';
 import { MAX_HEADER_COUNT } from './plugins/request-guard.js';
@@ -249,15 +250,10 @@ const DROP_WARNING_EVERY_MS = 10_000;
  * does not become a flood of log lines.
  */
 function dropWarning(logger: Logger, metrics: GatewayMetrics, limit: number): () => void {
-  let lastWarnedAt = -Infinity;
-  let since = 0;
+  const warning = lineThrottle(DROP_WARNING_EVERY_MS);
   return () => {
     metrics.connectionsDropped.inc();
-    since++;
-    const now = performance.now();
-    if (now - lastWarnedAt < DROP_WARNING_EVERY_MS) return;
-    logger.warn({ limit, dropped: since }, 'client connections past MAX_CONNECTIONS closed as they were accepted');
-    lastWarnedAt = now;
-    since = 0;
+    const heldBack = warning('');
+    if (heldBack !== null) logger.warn({ limit, dropped: heldBack.count + 1 }, 'client connections past MAX_CONNECTIONS closed as they were accepted');
   };
 }

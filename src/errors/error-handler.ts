@@ -2,6 +2,7 @@ import type { ErrorRequestHandler } from 'express';
 import { GatewayError } from './gateway-error.js';
 import { sendError } from './error-response.js';
 import type { Logger } from '../logger.js';
+import { lineThrottle } from '../observability/line-throttle.js';
 
 /**
  * How often, at most, the line of one failure is written: the same code with the same cause's
@@ -11,8 +12,6 @@ import type { Logger } from '../logger.js';
  * message) are each written. Each request's access line still names its code.
  */
 export const FAILURE_LINE_EVERY_MS = 1000;
-/** Failures remembered at once; more (causes that all differ) start the memory over. */
-const FAILURES_REMEMBERED = 256;
 
 /**
  * The Express error handler: every thrown or passed error ends here. Known refusals carry their code;
@@ -20,21 +19,12 @@ const FAILURES_REMEMBERED = 256;
  * `now`: milliseconds on a monotonic clock.
  */
 export function createErrorHandler(logger: Logger, now: () => number = () => performance.now()): ErrorRequestHandler {
-  /** For each failure: when its line was last written, and how many were not written since. */
-  const lastLines = new Map<string, { at: number; unwritten: number }>();
+  const failureLine = lineThrottle(FAILURE_LINE_EVERY_MS, { now });
   const logFailure = (err: GatewayError) => {
-    const at = now();
-    const failure = `${err.code}\u0000${err.cause instanceof Error ? err.cause.message : ''}`;
-    const last = lastLines.get(failure);
-    if (last !== undefined && at - last.at < FAILURE_LINE_EVERY_MS) {
-      last.unwritten++;
-      return;
-    }
-    const unwritten = last?.unwritten ?? 0;
-    if (lastLines.size >= FAILURES_REMEMBERED) lastLines.clear();
-    lastLines.set(failure, { at, unwritten: 0 });
+    const heldBack = failureLine(`${err.code}\u0000${err.cause instanceof Error ? err.cause.message : ''}`);
+    if (heldBack === null) return;
     // Those left out came in the second after the line before this one, which may be long ago: when it was is said too.
-    const leftOut = unwritten > 0 ? { same_failures_unwritten: unwritten, unwritten_after_ms_ago: Math.round(at - last!.at) } : {};
+    const leftOut = heldBack.count > 0 ? { same_failures_unwritten: heldBack.count, unwritten_after_ms_ago: heldBack.lastWrittenMsAgo } : {};
     logger.error({ err: err.cause ?? err, code: err.code, ...leftOut }, 'request failed');
   };
   return function gatewayErrorHandler(err: unknown, _req, res, _next) {
