@@ -16,6 +16,8 @@ export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
 export const DEFAULT_POLICY_FILE = 'policies/acquirer-api.yaml';
 export const DEFAULT_UPSTREAM_TIMEOUT_MS = 30_000;
 export const DEFAULT_UPSTREAM_MAX_SOCKETS = 256;
+/** ACQUIRER_MAX_IN_FLIGHT's `half`: one acquirer leaves the others (at least) half the upstream pool. */
+export const halfOfPool = (upstreamMaxSockets: number): number => Math.ceil(upstreamMaxSockets / 2);
 export const DEFAULT_ADMIN_PORT = 9090;
 export const DEFAULT_ADMIN_HOST = '127.0.0.1';
 export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 30_000;
@@ -180,7 +182,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, flags: Readonly<Record<string
   if (problems.length === 0 && (values.headersTimeoutMs as number) > (values.requestTimeoutMs as number)) {
     problems.push('HEADERS_TIMEOUT_MS: must not be longer than REQUEST_TIMEOUT_MS');
   }
-  if (problems.length === 0 && values.acquirerMaxInFlight === 0) values.acquirerMaxInFlight = Math.ceil((values.upstreamMaxSockets as number) / 2);
+  if (problems.length === 0 && values.acquirerMaxInFlight === 0) values.acquirerMaxInFlight = halfOfPool(values.upstreamMaxSockets as number);
   // A share larger than the pool protects no acquirer from another.
   if (problems.length === 0 && (values.acquirerMaxInFlight as number) > (values.upstreamMaxSockets as number)) {
     problems.push(`ACQUIRER_MAX_IN_FLIGHT: must not be more than UPSTREAM_MAX_SOCKETS (${values.upstreamMaxSockets as number}); about half of it leaves the other acquirers the rest`);

@@ -1,15 +1,13 @@
 import type { RequestHandler } from 'express';
+import { DEFAULT_UPSTREAM_MAX_SOCKETS, halfOfPool } from '../config/env.js';
 import { GatewayError } from '../errors/gateway-error.js';
 
 const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
 
-/** ACQUIRER_MAX_IN_FLIGHT's default: half of UPSTREAM_MAX_SOCKETS's, so one acquirer leaves the others half the pool. */
-export const DEFAULT_ACQUIRER_MAX_IN_FLIGHT = 128;
-
 export interface DispatchDeps {
   /** Forwards an allowed request upstream. */
   readonly proxy: RequestHandler;
-  /** Requests of one acquirer being proxied at once, at most; one more is answered 429. */
+  /** Requests of one acquirer being proxied at once, at most; one more is answered 429. Absent (apps built without a config): the configuration's default. */
   readonly acquirerMaxInFlight?: number | undefined;
 }
 
@@ -42,7 +40,7 @@ class InFlightByAcquirer {
 }
 
 /** Step 6: answer from the policy when the route says so, otherwise proxy, within the acquirer's share. */
-export function createDispatch({ proxy, acquirerMaxInFlight = DEFAULT_ACQUIRER_MAX_IN_FLIGHT }: DispatchDeps): RequestHandler {
+export function createDispatch({ proxy, acquirerMaxInFlight = halfOfPool(DEFAULT_UPSTREAM_MAX_SOCKETS) }: DispatchDeps): RequestHandler {
   const inFlight = new InFlightByAcquirer(acquirerMaxInFlight);
   return function dispatch(req, res, next) {
     if (res.locals.route!.serve === 'permission_catalogue') {
