@@ -9,7 +9,7 @@ import {
   toPublicRecord,
   type ApiKeyRecord,
 } from '../keys/api-key.js';
-import { ChangeNotAnnouncedError, ChangeUnconfirmedError, CorruptKeyRecordError, CreationUnconfirmedError, KeyDisabledError, KeyNotFoundError, type KeyStore } from '../keys/key-store.js';
+import { CorruptKeyRecordError, KeyCommandError, KeyNotFoundError, type KeyStore } from '../keys/key-store.js';
 import { RedisKeyStore } from '../keys/redis-key-store.js';
 import { familyCoveredWhole, parseCidr } from '../net/ip-allowlist.js';
 import { holdsKey, redactSecrets } from '../observability/redact.js';
@@ -228,15 +228,7 @@ export async function keysCommand(args: string[], ctx: KeysContext): Promise<voi
     if (store instanceof RedisKeyStore) await store.connect();
     await run(store);
   } catch (err) {
-    if (
-      err instanceof KeyNotFoundError ||
-      err instanceof KeyDisabledError ||
-      err instanceof ChangeNotAnnouncedError ||
-      err instanceof ChangeUnconfirmedError ||
-      err instanceof CreationUnconfirmedError
-    ) {
-      throw new CommandError(err.message);
-    }
+    if (err instanceof KeyCommandError) throw new CommandError(err.message);
     if (err instanceof CorruptKeyRecordError) throw new CommandError(`cannot read the key in Redis: ${err.message}; repair or delete that value`);
     if (err instanceof UsageError || err instanceof CommandError) throw err;
     if (ctx.store === undefined) throw new CommandError(`cannot use Redis at ${redisTarget(redisUrl)}: ${(err as Error).message}`);

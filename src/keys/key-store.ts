@@ -27,17 +27,28 @@ export class CorruptKeyRecordError extends Error {
   }
 }
 
-export class KeyNotFoundError extends Error {
-  constructor(id: string) {
-    super(`no key with id ${id}`);
-    this.name = 'KeyNotFoundError';
+/**
+ * What a key command (create, update, disable, …) tells its operator as it is: the message says what
+ * happened to the key and what to do next, and carries no secret.
+ */
+export abstract class KeyCommandError extends Error {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = new.target.name;
   }
 }
 
-export class KeyDisabledError extends Error {
+const reason = (cause: unknown): string => (cause as Error)?.message ?? String(cause);
+
+export class KeyNotFoundError extends KeyCommandError {
+  constructor(id: string) {
+    super(`no key with id ${id}`);
+  }
+}
+
+export class KeyDisabledError extends KeyCommandError {
   constructor(id: string) {
     super(`key ${id} is disabled; disabling is permanent, create a new key instead`);
-    this.name = 'KeyDisabledError';
   }
 }
 
@@ -46,14 +57,13 @@ export class KeyDisabledError extends Error {
  * they apply it when their cached copy expires (KEY_CACHE_TTL_MS). Running the command again
  * announces it again.
  */
-export class ChangeNotAnnouncedError extends Error {
+export class ChangeNotAnnouncedError extends KeyCommandError {
   constructor(id: string, cause: unknown) {
     super(
-      `key ${id}: the change is written in Redis, but running gateways could not be told of it (${(cause as Error)?.message ?? String(cause)}); ` +
+      `key ${id}: the change is written in Redis, but running gateways could not be told of it (${reason(cause)}); ` +
         'they apply it only when their cached copy expires (KEY_CACHE_TTL_MS): run the same command again to announce it',
       { cause },
     );
-    this.name = 'ChangeNotAnnouncedError';
   }
 }
 
@@ -62,14 +72,13 @@ export class ChangeNotAnnouncedError extends Error {
  * connection dropped or timed out after EXEC was sent): the change may be written, and if it is,
  * running gateways were not told of it. Running the same command again is safe, and announces it.
  */
-export class ChangeUnconfirmedError extends Error {
+export class ChangeUnconfirmedError extends KeyCommandError {
   constructor(id: string, cause: unknown) {
     super(
-      `key ${id}: Redis did not confirm the change (${(cause as Error)?.message ?? String(cause)}); it may be written, and if so ` +
+      `key ${id}: Redis did not confirm the change (${reason(cause)}); it may be written, and if so ` +
         'running gateways were not told of it and apply it only when their cached copy expires (KEY_CACHE_TTL_MS): run the same command again',
       { cause },
     );
-    this.name = 'ChangeUnconfirmedError';
   }
 }
 
@@ -77,14 +86,13 @@ export class ChangeUnconfirmedError extends Error {
  * A key's creation reached Redis, or may have, but its answer never came back: the key may exist,
  * while its secret was never printed and cannot be recovered.
  */
-export class CreationUnconfirmedError extends Error {
+export class CreationUnconfirmedError extends KeyCommandError {
   constructor(id: string, cause: unknown) {
     super(
-      `key ${id}: Redis did not confirm the key's creation (${(cause as Error)?.message ?? String(cause)}); it may exist, but its key was ` +
+      `key ${id}: Redis did not confirm the key's creation (${reason(cause)}); it may exist, but its key was ` +
         `not printed and cannot be recovered: if \`keys show ${id}\` finds it, disable it (\`keys disable ${id}\`), and create another`,
       { cause },
     );
-    this.name = 'CreationUnconfirmedError';
   }
 }
 
