@@ -18,15 +18,19 @@ const HAS_KEY = /acquirer_(?:api_)?key_[A-Za-z0-9_-]/i;
 const MAY_NEED_REDACTING = /acquirer_|%|@/i;
 
 /**
- * The password of a URL with credentials (redis://user:password@host), from its `://`: the scheme
- * is not looked at, since a pattern for it (`\b[a-z][a-z0-9+.-]*`) was tried from every word boundary
- * of the text to its end (`a.a.a.…`), quadratic in a 16 KiB header. Each part stops at a character
- * the next `://` holds, so no stretch of the text is scanned from more than one start.
+ * The password of a URL with credentials (redis://user:password@host), from its `://` to the last
+ * `@` before the authority ends (a `/` or white space), as URL parsers read it: a password holding
+ * an `@` (`u:p@ss@h`) is cut out whole, not up to its first `@`. The scheme is not looked at, since a
+ * pattern for it (`\b[a-z][a-z0-9+.-]*`) was tried from every word boundary of the text to its end
+ * (`a.a.a.…`), quadratic in a 16 KiB header. Each part stops at a character the next `://` holds, so
+ * no stretch of the text is scanned from more than one start.
  */
-const URL_PASSWORD = /(:\/\/[^\s:/@]*:)[^\s@/]+@/g;
+const URL_PASSWORD = /(:\/\/[^\s:/@]*:)[^\s/]+@/g;
 
 /** Replaces a whole text whose key is percent-encoded in its prefix, where no pattern can cut it out alone. */
 export const ENCODED_KEY_REDACTED = '[redacted: holds a percent-encoded key]';
+/** Replaces a whole text holding a percent-encoded URL with a password (`redis%3A%2F%2Fu%3Apw%40h`, a query's value). */
+export const ENCODED_URL_PASSWORD_REDACTED = '[redacted: holds a percent-encoded URL with a password]';
 
 /** How often a text is percent-decoded in search of a key. Bounded: each round is a pass over the text. */
 const DECODE_ROUNDS = 4;
@@ -56,6 +60,8 @@ export function redactSecrets(text: string): string {
   if (redacted.includes('%')) {
     const decoded = percentDecoded(redacted);
     if (decoded === null || HAS_KEY.test(decoded)) return ENCODED_KEY_REDACTED;
+    // A password cut out before decoding reads `[redacted]` here, and is left as it is by this replace.
+    if (decoded.replace(URL_PASSWORD, '$1[redacted]@') !== decoded) return ENCODED_URL_PASSWORD_REDACTED;
   }
   return redacted;
 }

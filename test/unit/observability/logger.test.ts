@@ -153,13 +153,36 @@ describe('errors from libraries', () => {
     const { lines, stream } = capture();
     const logger = createLogger('info', stream);
     const long = `${'x'.repeat(40)}redis://u:pw1@h`;
-    logger.info({ a: long, b: '-rediss://u:pw2@h/0', c: 'at ://u:pw3@h', d: 'mail me@example.com, see http://h/p?q=a:b@c' }, 'urls');
+    logger.info({ a: long, b: '-rediss://u:pw2@h/0', c: 'at ://u:pw3@h', d: 'mail me@example.com, see http://h/p?q=a:b@c', e: 'redis://u:p@ss@w0rd@h:6379/0 and redis://v:x@y@i' }, 'urls');
     expect(JSON.parse(lines[0]!)).toMatchObject({
       a: `${'x'.repeat(40)}redis://u:[redacted]@h`,
       b: '-rediss://u:[redacted]@h/0',
       c: 'at ://u:[redacted]@h',
       d: 'mail me@example.com, see http://h/p?q=a:b@c',
+      // A password holding `@` is cut out whole (URL parsers end it at the last `@` of the authority).
+      e: 'redis://u:[redacted]@h:6379/0 and redis://v:[redacted]@i',
     });
+  });
+
+  it('replace a text holding a percent-encoded URL with a password, however often encoded; a password cut out before is not taken for one', () => {
+    const { lines, stream } = capture();
+    const logger = createLogger('info', stream);
+    logger.info(
+      {
+        a: '/v1/x?next=redis%3A%2F%2Fgw%3Ahunter2%40redis%3A6379',
+        b: 'at redis%253A%252F%252Fgw%253Ahunter2%2540redis',
+        c: 'redis://gw:hunter2@redis:6379/0?note=%41',
+        d: '/v1/x?next=https%3A%2F%2Fexample.com%2Fa%40b',
+      },
+      'encoded',
+    );
+    expect(JSON.parse(lines[0]!)).toMatchObject({
+      a: '[redacted: holds a percent-encoded URL with a password]',
+      b: '[redacted: holds a percent-encoded URL with a password]',
+      c: 'redis://gw:[redacted]@redis:6379/0?note=%41',
+      d: '/v1/x?next=https%3A%2F%2Fexample.com%2Fa%40b',
+    });
+    expect(lines[0]).not.toContain('hunter2');
   });
 });
 
