@@ -80,12 +80,21 @@ export function redactKeysAndBodies(text: string): string {
 }
 
 /**
+ * Whether a text holds a key with its prefix (in any case, however percent-encoded) or a URL's
+ * password: what `redactSecrets` would cut out. Unlike `holdsKey`, a long mixed-case run alone is not
+ * taken for a key's random part: a base64url SHA-256 (an ETag) is the same 43 characters.
+ */
+export function holdsSecret(text: string): boolean {
+  return redactSecrets(text) !== text;
+}
+
+/**
  * Whether a text holds a key, or what looks like a key's random part alone. Asked on the request
  * path (every forwarded header both ways): a text that holds nothing is returned by both patterns
  * unchanged, without a copy, and one too short for a random part skips the second.
  */
 export function holdsKey(text: string): boolean {
-  if (redactSecrets(text) !== text) return true;
+  if (holdsSecret(text)) return true;
   return text.length >= KEY_BODY_MIN && text.replace(KEY_BODY_LIKE, (run) => (isKeyBodyLike(run) ? '[redacted]' : run)) !== text;
 }
 const KEY_BODY_MIN = 43;

@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
 import { isIP } from 'node:net';
-import { holdsKey } from '../observability/redact.js';
+import { holdsKey, holdsSecret } from '../observability/redact.js';
 
 /** Hop-by-hop headers (RFC 9110 §7.6.1) and their common non-standard relatives. */
 export const HOP_BY_HOP = new Set([
@@ -22,6 +22,8 @@ export const FORWARDED_REQUEST_HEADERS: ReadonlySet<string> = new Set([
   'accept', 'accept-encoding', 'accept-language', 'cache-control', 'if-match', 'if-none-match',
   'if-modified-since', 'if-unmodified-since', 'if-range', 'range', 'user-agent', 'traceparent',
 ]);
+/** Forwarded headers that hold the upstream's own validators (entity tags, dates), sent back to it. */
+const VALIDATOR_HEADERS: ReadonlySet<string> = new Set(['if-match', 'if-none-match', 'if-range']);
 
 /**
  * A W3C Trace Context `traceparent` of version 00: hex ids, neither all zeros (an invalid one, which
@@ -143,7 +145,9 @@ export function buildUpstreamHeaders(
     if (!FORWARDED_REQUEST_HEADERS.has(name) || nominated.has(name)) continue;
     const value = incoming[name];
     // A key (or its random part) pasted into another header never travels where Authorization does not.
-    if (typeof value === 'string' && holdsKey(value)) continue;
+    // A validator is the upstream's own entity tag sent back, and a base64url digest (43 characters in
+    // mixed case) is shaped like a random part alone: there, only a whole key or a URL's password.
+    if (typeof value === 'string' && (VALIDATOR_HEADERS.has(name) ? holdsSecret(value) : holdsKey(value))) continue;
     if (name === 'traceparent' && !TRACEPARENT.test(value as string)) continue;
     outgoing[name] = value;
   }
@@ -374,8 +378,11 @@ export function buildClientHeaders(
     let passed = rewrite === undefined ? value : rewrite(value, address.origin);
     if (name === 'cache-control') passed = privateCacheControl(passed);
     else if (name === 'vary') passed = clientVary(`${passed}\n${acquirerHeader}`);
-    // Nor does the upstream hand a key on to the client (echoed from a query, say).
-    if (passed === '' || namesUpstream(passed, address.host) || holdsKey(passed)) continue;
+    // Nor does the upstream hand a key on to the client (echoed from a query, say). A random part
+    // alone is not looked for here: the upstream is never sent one (no header that holds one, and no
+    // path or query but as the policy types them), while ETags (a base64url SHA-256 is 43 characters
+    // in mixed case) and file names in Content-Disposition are often shaped like one.
+    if (passed === '' || namesUpstream(passed, address.host) || holdsSecret(passed)) continue;
     outgoing[name] = passed;
   }
   if (withoutBody) outgoing['content-length'] = '0';

@@ -103,6 +103,19 @@ describe('buildUpstreamHeaders', () => {
     expect(headers).toEqual({ 'accept-language': 'en', 'x-acquirer-id': 'acq_1', 'x-request-id': 'req-1' });
   });
 
+  it("the upstream's own entity tags are sent back in If-None-Match, If-Match and If-Range however they look, but never a whole key", () => {
+    const digest = '"LXEWQrcmsEQBYnyp-6wy9chTD7GQPMTbAiWHF5IaSIE"'; // a base64url SHA-256, shaped like a key's random part
+    const key = `acquirer_key_${'Ab1'.repeat(15)}`;
+    expect(buildUpstreamHeaders({ 'if-none-match': digest, 'if-match': `W/${digest}`, 'if-range': digest }, 'x-acquirer-id', 'acq_1', 'req-1')).toEqual({
+      'if-none-match': digest,
+      'if-match': `W/${digest}`,
+      'if-range': digest,
+      'x-acquirer-id': 'acq_1',
+      'x-request-id': 'req-1',
+    });
+    expect(buildUpstreamHeaders({ 'if-none-match': `"${key}"`, 'if-match': 'redis://u:pw@h' }, 'x-acquirer-id', 'acq_1', 'req-1')).toEqual({ 'x-acquirer-id': 'acq_1', 'x-request-id': 'req-1' });
+  });
+
   it('a listed header the client names in Connection is hop-by-hop: not passed', () => {
     expect(buildUpstreamHeaders({ connection: 'range', range: 'bytes=0-9', accept: '*/*' }, 'x-acquirer-id', 'acq_1', 'req-1')).toEqual({
       accept: '*/*',
@@ -262,10 +275,18 @@ describe('buildClientHeaders', () => {
       buildClientHeaders(200, {
         'content-location': `/x?k=${key}`,
         link: `<https://docs.example/${key}>; rel="help"`,
-        'content-disposition': `attachment; filename="${key.slice('acquirer_key_'.length)}.csv"`,
+        'content-disposition': `attachment; filename="${key.toUpperCase()}.csv"`,
         'content-type': 'text/csv',
       }, 'r', ORIGIN, ACQ),
     ).toEqual({ 'content-type': 'text/csv', 'x-request-id': 'r' });
+  });
+
+  it('passes ETags and file names shaped like a key\'s random part: the upstream is never sent one to echo', () => {
+    const upstream = {
+      etag: '"LXEWQrcmsEQBYnyp-6wy9chTD7GQPMTbAiWHF5IaSIE"',
+      'content-disposition': 'attachment; filename="EOD_Statement_acq_alpha_2026-11-21_Merchant-Settlement.csv"',
+    };
+    expect(buildClientHeaders(200, upstream, 'r', ORIGIN, ACQ)).toEqual({ ...upstream, 'x-request-id': 'r' });
   });
 
   it('drops any passed header that names the upstream\'s host, with or without a scheme or port, and only that host', () => {
