@@ -18,6 +18,9 @@ import { stopAll } from '../helpers/stop-all.js';
 const LIST = '/v1/acquirer/eod_statements';
 const OTHER_STATEMENT = '11111111-2222-4333-8444-555555555555';
 const MISSING_STATEMENT = '99999999-9999-4999-8999-999999999999';
+const REVALIDATED_STATEMENT = '77777777-7777-4777-8777-777777777777';
+/** A strong ETag as many services make one: a base64url SHA-256, 43 characters in mixed case, like a key's random part. */
+const DIGEST_ETAG = '"LXEWQrcmsEQBYnyp-6wy9chTD7GQPMTbAiWHF5IaSIE"';
 const CSV_BYTES = 64 * 1024 * 1024;
 const UNAUTHENTICATED = '{"message":"Invalid authentication information"}';
 const NOT_FOUND = '{"message":"Not found"}';
@@ -71,6 +74,16 @@ function statementsService(req: http.IncomingMessage, res: http.ServerResponse) 
     // Belongs to acq_2: the legacy service says so with a 403 and some detail.
     res.writeHead(acquirer === 'acq_2' ? 200 : 403, { 'content-type': 'text/html', 'x-owner': 'acq_2' });
     res.end(acquirer === 'acq_2' ? 'a,b\r\n' : '<h1>Forbidden: statement of acq_2</h1>');
+    return;
+  }
+  if (path === `/v1/acquirer/eod_statements/${REVALIDATED_STATEMENT}.csv` && acquirer === 'acq_1') {
+    if (req.headers['if-none-match'] === DIGEST_ETAG) {
+      res.writeHead(304, { etag: DIGEST_ETAG });
+      res.end();
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'text/csv; charset=utf-8', etag: DIGEST_ETAG, 'content-disposition': 'attachment; filename="EOD_Statement_acq_1_2026-11-21_Merchant-Settlement.csv"' });
+    res.end('a,b\r\n');
     return;
   }
   res.writeHead(404, { 'content-type': 'text/plain', 'x-trace': 'abc' });
@@ -263,6 +276,18 @@ describe('proxying', () => {
       expect(names).not.toContain(forbidden);
     }
     expect(headerValues(seen.rawHeaders, 'accept')).toEqual(['application/json']);
+  });
+
+  it('a download revalidates: its digest ETag and long file name reach the client, and the ETag goes back upstream in If-None-Match', async () => {
+    const path = `${LIST}/${REVALIDATED_STATEMENT}.csv`;
+    const first = await as('acq1', path);
+    expect(first.status).toBe(200);
+    expect(first.headers.etag).toBe(DIGEST_ETAG);
+    expect(first.headers['content-disposition']).toBe('attachment; filename="EOD_Statement_acq_1_2026-11-21_Merchant-Settlement.csv"');
+    const again = await as('acq1', path, { 'if-none-match': first.headers.etag as string });
+    expect(headerValues(upstream.received.at(-1)!.rawHeaders, 'if-none-match')).toEqual([DIGEST_ETAG]);
+    expect(again.status).toBe(304);
+    expect(again.body.length).toBe(0);
   });
 
   it('refuses a query the route does not take (400), and forwards nothing', async () => {
