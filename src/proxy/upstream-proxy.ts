@@ -9,7 +9,7 @@ import { cutResponse, noteBodyEndsWithConnection, sendError } from '../errors/er
 import type { Logger } from '../logger.js';
 import { forwardBody } from './forward-body.js';
 import { buildClientHeaders, buildUpstreamHeaders, hasDroppedBody, unsatisfiedRange, upstreamAddress } from './forward-headers.js';
-import { classifyUpstreamError, UnexpectedUpgradeError, UnsupportedTransferCodingError } from './upstream-errors.js';
+import { classifyUpstreamError, UnexpectedUpgradeError, UnsupportedTransferCodingError, type UpstreamErrorKind } from './upstream-errors.js';
 import { mapUpstreamStatus } from './map-upstream-status.js';
 import { createStreamedMemory, type CollectYoung } from './streamed-memory.js';
 
@@ -216,6 +216,8 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): RequestHandl
     if (stalled === 'upstream') {
       res.locals.upstreamErrorKind = 'stalled';
       proxyRes.destroy();
+      // Its headers came, and none of its body: nothing of the answer has gone out yet.
+      if (!res.headersSent) return fail(res, 'UPSTREAM_TIMEOUT');
     }
     cutResponse(res);
   };
@@ -261,34 +263,38 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): RequestHandl
         fail(res, 'UPSTREAM_UNREACHABLE', new UnsupportedTransferCodingError(codings));
         return;
       }
-      try {
-        const headers = buildClientHeaders(status, proxyRes.headers, locals.requestId, address, locals.policy.acquirerHeader);
-        res.writeHead(status, headers);
+      const headers = buildClientHeaders(status, proxyRes.headers, locals.requestId, address, locals.policy.acquirerHeader);
+      // Written with the body's first byte or its end (forwardBody), not now: Node would hold the head
+      // back until then anyway, and an upstream that fails before it can still be answered 502.
+      const writeHead = (): boolean => {
+        try {
+          res.writeHead(status, headers);
+        } catch (err) {
+          // Headers Node will not send on (e.g. invalid characters): the answer is unusable, not fatal.
+          proxyRes.destroy();
+          fail(res, 'UPSTREAM_UNREACHABLE', err);
+          return false;
+        }
         if (!res.chunkedEncoding && headers['content-length'] === undefined) noteBodyEndsWithConnection(res);
-      } catch (err) {
-        // Headers Node will not send on (e.g. invalid characters): the answer is unusable, not fatal.
-        proxyRes.destroy();
-        fail(res, 'UPSTREAM_UNREACHABLE', err);
-        return;
-      }
+        return true;
+      };
       if (hasDroppedBody(status)) {
         discard(proxyRes);
-        res.end();
+        if (writeHead()) res.end();
         return;
       }
       // Cut after the headers (Node reports a body cut short as an error): an upstream failure, not
       // a success. The client is cut here, before httpxy's listener closes its connection, which an
       // HTTP/1.0 client would take for the end of the body. (A client that left destroys the answer
       // without an error: not the upstream's failure.)
-      proxyRes.on('error', () => {
+      proxyRes.on('error', (err) => {
         if (proxyRes.complete) return; // whole: what failed came after it (onProxyError)
-        locals.upstreamErrorKind ??= 'reset';
-        if (!res.destroyed) cutResponse(res);
+        failAnswer(res, err, 'reset');
       });
       state.proxyRes = proxyRes;
       state.written = res.socket?.bytesWritten ?? 0;
       state.quietSince = performance.now();
-      forwardBody(proxyRes, res);
+      forwardBody(proxyRes, res, writeHead);
       watchStreamedBody?.(proxyRes);
     });
 
@@ -328,11 +334,21 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): RequestHandl
         'the upstream sent bytes after a complete answer: its connection was closed',
       );
     } else if (!res.writableEnded) {
-      // The body was streaming when the upstream failed: cut the connection so the client sees
-      // a truncated response, never a complete-looking short one.
-      (res as Response).locals.upstreamErrorKind ??= classifyUpstreamError(err);
-      cutResponse(res);
+      failAnswer(res, err, classifyUpstreamError(err));
     }
+  }
+
+  /**
+   * The upstream failed after its headers, before its body's end. Before the body's first byte
+   * nothing of the answer has gone out, and the client gets the whole 502 any other failure gets.
+   * Once the body streams, the connection is cut so that the client sees a truncated answer, never
+   * a complete-looking short one.
+   */
+  function failAnswer(res: ServerResponse, err: Error, kind: UpstreamErrorKind): void {
+    if (res.destroyed) return;
+    (res as Response).locals.upstreamErrorKind ??= kind;
+    if (res.headersSent) cutResponse(res);
+    else fail(res, 'UPSTREAM_UNREACHABLE', err);
   }
 
   const proxy = createProxyMiddleware({

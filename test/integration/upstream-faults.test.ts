@@ -101,6 +101,17 @@ function faultyUpstream(): net.Server {
           return void setImmediate(() => socket.destroy());
         case 'garbage':
           return void socket.end('this is not HTTP\r\n\r\n');
+        // Headers, then a failure before the first byte of the body: nothing of the answer has gone out.
+        case 'head-then-close':
+          return void socket.end('HTTP/1.1 200 OK\r\nContent-Type: text/csv\r\nContent-Length: 10\r\n\r\n');
+        case 'head-then-reset':
+          socket.write('HTTP/1.1 200 OK\r\nContent-Type: text/csv\r\nContent-Length: 10\r\n\r\n');
+          return void setImmediate(() => socket.resetAndDestroy());
+        case 'head-then-bad-chunk':
+          return void socket.end('HTTP/1.1 200 OK\r\nContent-Type: text/csv\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n');
+        case 'head-then-silence':
+          socket.on('close', () => upstreamClosed.push(mode));
+          return void socket.write('HTTP/1.1 200 OK\r\nContent-Type: text/csv\r\nContent-Length: 10\r\n\r\n');
         case 'switching-101':
           // Switching protocols to a plain GET that asked for no upgrade: not an HTTP answer to it.
           return void socket.write('HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n');
@@ -192,6 +203,26 @@ it.each([
   expect(res.body.toString()).toBe(body);
   expect(res.headers['content-type']).toBe(JSON_TYPE);
   expect(res.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+});
+
+it.each([
+  ['closes its connection', 'head-then-close', 502, '{"message":"Bad gateway"}', 'upstream_unreachable', 'reset'],
+  ['resets its connection', 'head-then-reset', 502, '{"message":"Bad gateway"}', 'upstream_unreachable', 'reset'],
+  ['sends a chunk size Node\'s parser refuses', 'head-then-bad-chunk', 502, '{"message":"Bad gateway"}', 'upstream_unreachable', 'protocol'],
+  ['sends nothing more for STREAM_IDLE_TIMEOUT_MS', 'head-then-silence', 504, '{"message":"Gateway timeout"}', 'upstream_timeout', 'stalled'],
+])('an upstream that sends its headers and then %s, before any of its body: the whole documented answer, logged and counted as it was sent', async (_name, mode, status, body, decision, kind) => {
+  const res = await request(gateway.url, `${LIST}?mode=${mode}`, bearer(key));
+  expect(res.status).toBe(status);
+  expect(res.body.toString()).toBe(body);
+  expect(res.headers['content-type']).toBe(JSON_TYPE);
+  const requestId = res.headers['x-request-id'] as string;
+  const entries = () => gateway.logLines.map((l) => JSON.parse(l) as Record<string, unknown>);
+  const line = await waitFor(() => entries().find((e) => e.msg === 'request' && e.request_id === requestId), { what: 'the access line' });
+  // (httpxy then closes the connection, so the answer may not be seen to finish: `completed` is not asked.)
+  expect(line).toMatchObject({ status, decision, code: decision.toUpperCase() });
+  const metrics = (await request(gateway.adminUrl, '/metrics')).body.toString();
+  expect(metrics).toMatch(new RegExp(`^acquirer_gateway_upstream_errors_total\\{kind="${kind}"\\} [1-9]`, 'm'));
+  expect(metrics).toMatch(new RegExp(`^acquirer_gateway_requests_total\\{route="eod_statements_list",method="GET",status="${status}"\\} [1-9]`, 'm'));
 });
 
 it.each([
@@ -291,6 +322,8 @@ it('a client that goes away cancels its upstream request', async () => {
 describe('a streaming answer on which nothing moves for STREAM_IDLE_TIMEOUT_MS', () => {
   it('an upstream that stops sending mid-body: the client sees a truncated answer, the upstream connection is closed', async () => {
     upstreamClosed.length = 0;
+    const stalls = async () => Number(/^acquirer_gateway_upstream_errors_total\{kind="stalled"\} (\d+)$/m.exec((await request(gateway.adminUrl, '/metrics')).body.toString())?.[1] ?? 0);
+    const stallsBefore = await stalls();
     const outcome = await new Promise<{ status: number; body: string; complete: boolean }>((resolve) => {
       http.get({ host: '127.0.0.1', port: gateway.port, path: `${LIST}?mode=slow-stream&stall=upstream`, agent: false, headers: bearer(key) }, (res) => {
         let body = '';
@@ -305,8 +338,7 @@ describe('a streaming answer on which nothing moves for STREAM_IDLE_TIMEOUT_MS',
     const line = await waitFor(() => entries().find((e) => e.msg === 'request' && String(e.path).includes('stall=upstream')), { what: 'the access line' });
     expect(line).toMatchObject({ level: 40, status: 200, decision: 'aborted', completed: false });
     expect(entries().find((e) => e.msg === 'a streaming answer stalled: connections cut' && e.request_id === line.request_id)).toMatchObject({ stalled: 'upstream', idle_ms: 1000 });
-    const metrics = (await request(gateway.adminUrl, '/metrics')).body.toString();
-    expect(metrics).toMatch(/^acquirer_gateway_upstream_errors_total\{kind="stalled"\} 1$/m);
+    expect(await stalls()).toBe(stallsBefore + 1);
   });
 
   it('a client that stops reading loses its connection, and the pooled upstream connection it held is freed', async () => {

@@ -84,4 +84,48 @@ describe('forwardBody', () => {
     }
     expect(client.received).toEqual([]);
   });
+
+  it('calls head once, before the first byte, and not at all for a body that fails before any', async () => {
+    const events: string[] = [];
+    const sink = new Writable({
+      write(c: Buffer, _e, done) {
+        events.push(`write ${c.toString()}`);
+        done();
+      },
+    });
+    const finished = new Promise((resolve) => sink.on('finish', resolve));
+    const body = new PassThrough();
+    forwardBody(body, sink, () => (events.push('head'), true));
+    body.write('a');
+    body.end('b');
+    await finished;
+    expect(events).toEqual(['head', 'write a', 'write b']);
+
+    const failing = new PassThrough();
+    const heads: string[] = [];
+    forwardBody(failing, new Writable({ write: (_c, _e, done) => done() }), () => (heads.push('head'), true));
+    failing.on('error', () => {});
+    failing.destroy(new Error('aborted'));
+    await new Promise(setImmediate);
+    expect(heads).toEqual([]);
+  });
+
+  it('calls head at the end of an empty body, and passes nothing once head answered otherwise', async () => {
+    const empty = new PassThrough();
+    const events: string[] = [];
+    const sink = new Writable({ write: (_c, _e, done) => done() });
+    const finished = new Promise((resolve) => sink.on('finish', resolve));
+    forwardBody(empty, sink, () => (events.push('head'), true));
+    empty.end();
+    await finished;
+    expect(events).toEqual(['head']);
+
+    const refused = new PassThrough();
+    const client = slowClient();
+    forwardBody(refused, client.sink, () => (refused.destroy(), false));
+    refused.write('rows');
+    await new Promise(setImmediate);
+    expect(client.received).toEqual([]);
+    expect(client.ended()).toBe(false);
+  });
 });
