@@ -23,6 +23,14 @@ export class UnsupportedTransferCodingError extends Error {
   }
 }
 
+/** An answer with more header lines than the gateway reads: Node would have dropped the rest unseen. */
+export class TooManyHeaderLinesError extends Error {
+  readonly code = 'ERR_UPSTREAM_HEADER_LINES';
+  constructor(limit: number) {
+    super(`the upstream answered with more than ${limit} header lines`);
+  }
+}
+
 /** Classifies a socket or parser error from the upstream request. Pure. */
 export function classifyUpstreamError(err: unknown): UpstreamErrorKind {
   const code = (err as NodeJS.ErrnoException | undefined)?.code ?? '';
@@ -30,6 +38,6 @@ export function classifyUpstreamError(err: unknown): UpstreamErrorKind {
   if (code === 'ECONNRESET' || code === 'EPIPE' || code === 'ECONNABORTED') return 'reset';
   if (code === 'ETIMEDOUT' || code === 'ESOCKETTIMEDOUT') return 'timeout';
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return 'unresolvable';
-  if (code.startsWith('HPE_') || code === 'ERR_HTTP_INVALID_STATUS_CODE' || code === 'ERR_INVALID_CHAR' || code === 'ERR_UPSTREAM_UNEXPECTED_UPGRADE' || code === 'ERR_UPSTREAM_TRANSFER_CODING') return 'protocol';
+  if (code.startsWith('HPE_') || code === 'ERR_HTTP_INVALID_STATUS_CODE' || code === 'ERR_INVALID_CHAR' || code === 'ERR_UPSTREAM_UNEXPECTED_UPGRADE' || code === 'ERR_UPSTREAM_TRANSFER_CODING' || code === 'ERR_UPSTREAM_HEADER_LINES') return 'protocol';
   return 'other';
 }

@@ -9,7 +9,7 @@ import { cutResponse, noteBodyEndsWithConnection, sendError } from '../errors/er
 import type { Logger } from '../logger.js';
 import { forwardBody } from './forward-body.js';
 import { buildClientHeaders, buildUpstreamHeaders, hasDroppedBody, unsatisfiedRange, upstreamAddress } from './forward-headers.js';
-import { classifyUpstreamError, UnexpectedUpgradeError, UnsupportedTransferCodingError, type UpstreamErrorKind } from './upstream-errors.js';
+import { classifyUpstreamError, TooManyHeaderLinesError, UnexpectedUpgradeError, UnsupportedTransferCodingError, type UpstreamErrorKind } from './upstream-errors.js';
 import { mapUpstreamStatus } from './map-upstream-status.js';
 import { createStreamedMemory, type CollectYoung } from './streamed-memory.js';
 
@@ -43,6 +43,13 @@ const EXCHANGE = Symbol('the exchange an upstream request belongs to');
 type AgentWithQueue = http.Agent & { addRequest(req: ClientRequest, options: { headers?: Record<PropertyKey, unknown> }): void };
 
 /**
+ * Header lines of an upstream answer, at most: Node's own default. Past it Node drops the rest from
+ * the headers it hands over without a word, while its parser still acts on them: a
+ * `Transfer-Encoding: gzip, chunked` or `Content-Encoding` there would escape every check on them.
+ */
+export const MAX_UPSTREAM_HEADER_LINES = 2000;
+
+/**
  * Links each upstream request to its exchange as soon as it is made. httpxy names it (`proxyReq`)
  * only once it has a connection, and with every pooled connection busy it waits in the agent's
  * queue: at its deadline it could not be cancelled there, and when a connection came free it was
@@ -54,6 +61,8 @@ function linkRequestsToExchanges(agent: http.Agent): void {
   const addRequest = queued.addRequest;
   queued.addRequest = function (req, options) {
     const exchange = options.headers?.[EXCHANGE] as InFlight | undefined;
+    // One line past the limit is kept, so that an answer longer than it is seen and refused.
+    req.maxHeadersCount = MAX_UPSTREAM_HEADER_LINES + 1;
     if (exchange !== undefined) {
       exchange.proxyReq = req;
       // The agent keeps the options of the request that opened a connection for the connection's
@@ -122,10 +131,10 @@ function dropIdleConnections(agent: http.Agent): void {
   for (const sockets of Object.values(agent.freeSockets)) for (const socket of sockets ?? []) socket.destroy();
 }
 
-/** Error bodies are drained so the keep-alive connection survives, but only this much and this long. */
 /** The one transfer coding Node's parser undoes (any other reaches the client still coded: UnsupportedTransferCodingError). */
 const ONLY_CHUNKED = /^[ \t]*chunked[ \t]*$/i;
 
+/** Error bodies are drained so the keep-alive connection survives, but only this much and this long. */
 const DISCARD_MAX_BYTES = 64 * 1024;
 const DISCARD_MAX_MS = 1000;
 
@@ -247,6 +256,12 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): RequestHandl
       state.answered = true;
       const locals = (res as Response).locals;
       locals.upstreamMs = performance.now() - state.startedAt;
+      if (proxyRes.rawHeaders.length > 2 * MAX_UPSTREAM_HEADER_LINES) {
+        proxyRes.destroy();
+        locals.upstreamErrorKind = 'protocol';
+        fail(res, 'UPSTREAM_UNREACHABLE', new TooManyHeaderLinesError(MAX_UPSTREAM_HEADER_LINES));
+        return;
+      }
       const mapped = mapUpstreamStatus(proxyRes.statusCode ?? 502, locals.policy.upstreamStatusMap);
       if (mapped !== null) {
         discard(proxyRes);

@@ -101,6 +101,12 @@ function faultyUpstream(): net.Server {
           return void setImmediate(() => socket.destroy());
         case 'garbage':
           return void socket.end('this is not HTTP\r\n\r\n');
+        // Short header lines, under the 16 KiB head limit: Node's client keeps the first 2000 only.
+        case 'header-lines-2000':
+          return void socket.end(`HTTP/1.1 200 OK\r\n${'a:b\r\n'.repeat(1998)}Content-Type: application/json\r\nContent-Length: 2\r\n\r\n{}`);
+        case 'header-lines-2001':
+          // The 2001st says how the body is coded: dropped, the client would take gzip bytes for CSV.
+          return void socket.end(`HTTP/1.1 200 OK\r\nContent-Type: text/csv\r\nContent-Length: 4\r\n${'a:b\r\n'.repeat(1998)}Content-Encoding: gzip\r\n\r\n\x1f\x8b\x08\x00`);
         // Headers, then a failure before the first byte of the body: nothing of the answer has gone out.
         case 'head-then-close':
           return void socket.end('HTTP/1.1 200 OK\r\nContent-Type: text/csv\r\nContent-Length: 10\r\n\r\n');
@@ -253,6 +259,18 @@ it('an answer Node\'s parser refuses is a 502, and the bytes it read are not log
   expect(line).not.toContain('"0":72');
   expect(line.length).toBeLessThan(4096);
   expect(JSON.parse(line).err.rawPacket).toMatch(/^\[\d+ bytes\]$/);
+});
+
+it('an answer of more than 2000 header lines is a 502: what Node would drop from them unseen (a content coding) cannot slip past', async () => {
+  const whole = await request(gateway.url, `${LIST}?mode=header-lines-2000`, bearer(key));
+  expect(whole.status).toBe(200);
+  expect(whole.body.toString()).toBe('{}');
+  const res = await request(gateway.url, `${LIST}?mode=header-lines-2001`, bearer(key));
+  expect(res.status).toBe(502);
+  expect(res.body.toString()).toBe('{"message":"Bad gateway"}');
+  expect(res.headers['content-type']).toBe(JSON_TYPE);
+  const line = await waitFor(() => gateway.logLines.map((l) => JSON.parse(l)).find((e) => e.msg === 'upstream request failed' && e.request_id === res.headers['x-request-id']), { what: 'the log line' });
+  expect(line.err.code).toBe('ERR_UPSTREAM_HEADER_LINES');
 });
 
 it('a transfer coding other than chunked is a 502, never coded bytes under the upstream\'s content type', async () => {
