@@ -58,10 +58,17 @@ export class ListenError extends Error {
   }
 }
 
-/** A constructor that makes what `base` makes, with `prototype` (which inherits from base's) as its prototype. */
+/**
+ * A constructor that makes what `base` makes, with `prototype` (which inherits from base's) as its
+ * prototype. Node's IncomingMessage and ServerResponse are constructor functions of the old kind,
+ * which build whatever object they are called on: called on the one `new` made here, they build it
+ * as their own `new` would, without Reflect.construct and its array of arguments on every request.
+ * (Both take at most two arguments.)
+ */
 function bornWith<T extends abstract new (...args: never[]) => object>(base: T, prototype: object): T {
-  function Born(...args: unknown[]): object {
-    return Reflect.construct(base, args, Born);
+  const build = base as unknown as (this: object, a: unknown, b: unknown) => void;
+  function Born(this: object, a: unknown, b: unknown): void {
+    build.call(this, a, b);
   }
   Born.prototype = prototype;
   return Born as unknown as T;
