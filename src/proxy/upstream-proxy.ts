@@ -11,6 +11,7 @@ import { forwardBody } from './forward-body.js';
 import { buildClientHeaders, buildUpstreamHeaders, hasDroppedBody, unsatisfiedRange, upstreamAddress } from './forward-headers.js';
 import { classifyUpstreamError, TooManyHeaderLinesError, UnexpectedUpgradeError, UnsupportedTransferCodingError, type UpstreamErrorKind } from './upstream-errors.js';
 import { mapUpstreamStatus } from './map-upstream-status.js';
+import { createSendTogether } from './send-together.js';
 import { createStreamedMemory, type CollectYoung } from './streamed-memory.js';
 
 export interface UpstreamProxyOptions {
@@ -390,8 +391,18 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): RequestHandl
     res.locals.upstream = state;
     // A client that goes away takes its upstream request with it (httpxy destroys proxyReq on close).
     res.on('close', () => clearTimeout(state.timer)); // closes once: `on` spares once's wrapper
-    return proxy(req, res, next);
+    sendSoon(res);
   };
+
+  /** Sends a judged request upstream, with the others of its turn of the event loop (send-together.ts). */
+  const sendSoon = createSendTogether((res: Response) => {
+    const req = res.req;
+    // Gone while it waited: its response closed, and its share and timer with it.
+    if (req.socket.destroyed) return;
+    const state = res.locals.upstream!;
+    state.startedAt = performance.now();
+    proxy(req, res, state.next).then(undefined, (err: unknown) => state.next(err || new Error('Rejected promise')));
+  });
 
   // A pipelined request reaches this step only once its answer has the connection (server.ts): so
   // each client connection holds at most one pooled upstream connection at a time.
