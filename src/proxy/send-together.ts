@@ -13,13 +13,16 @@ export const MAX_SENT_TOGETHER = 32;
  * woke it, and a wake-up across cores is dear on a VM whose idle cores halt: it was the largest
  * single difference between the gateway and the floor (bench/RESULTS.md, nineteenth session). Sent
  * back to back, the first wakes the upstream and the others find it awake, and the upstream serves
- * them as one batch too. The price is that a request waits for the rest of its turn's requests to be
- * judged (at most MAX_SENT_TOGETHER − 1 of them).
+ * them as one batch too. The price is that a request waits for the rest of its turn's I/O callbacks:
+ * the other requests judged (at most MAX_SENT_TOGETHER − 1 wait), and the answers, key lookups and
+ * log writes of the same turn.
  *
- * Only when the last turn had more than one item: under light traffic a turn holds one request, which
- * has nothing to wait for, and deferred to the turn's end it cost about a tenth of the CPU per request
- * and 0.04 ms of latency at one connection. So the first item of a turn after a turn of one goes at
- * once; the rest of its turn, and every item of a turn after a busier one, wait for the turn's end.
+ * Only when the last turn that had items had more than one: under light traffic a turn holds one
+ * request, which has nothing to wait for, and deferred to the turn's end it cost about a tenth of the
+ * CPU per request and 0.04 ms of latency at one connection. So the first item of a turn goes at once
+ * unless that last turn had several; the rest of its turn, and every item after a turn of several,
+ * wait for the turn's end. (A turn without items is not seen: after a burst and a pause, the first
+ * request waits for its turn's end once.)
  *
  * `send` runs once per item, in the order given, and must not throw: one that did would take the rest
  * of its batch with it.

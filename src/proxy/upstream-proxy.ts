@@ -394,14 +394,23 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): RequestHandl
     sendSoon(res);
   };
 
-  /** Sends a judged request upstream, with the others of its turn of the event loop (send-together.ts). */
+  /**
+   * Sends a judged request upstream, with the others of its turn of the event loop (send-together.ts).
+   * Its deadline and its upstream time count from `forward`, the wait included: the time its client
+   * waited for the upstream's answer.
+   */
   const sendSoon = createSendTogether((res: Response) => {
     const req = res.req;
-    // Gone while it waited: its response closed, and its share and timer with it.
-    if (req.socket.destroyed) return;
     const state = res.locals.upstream!;
-    state.startedAt = performance.now();
-    proxy(req, res, state.next).then(undefined, (err: unknown) => state.next(err || new Error('Rejected promise')));
+    // Gone while it waited (its response closed, and its share and timer with it), or already
+    // answered by the gateway: nothing to send for it.
+    if (req.socket.destroyed || state.answered) return;
+    try {
+      proxy(req, res, state.next).then(undefined, (err: unknown) => state.next(err || new Error('Rejected promise')));
+    } catch (err) {
+      // Not thrown into the others of its batch, nor out of the turn (which would end the process).
+      state.next(err || new Error('Thrown without a reason'));
+    }
   });
 
   // A pipelined request reaches this step only once its answer has the connection (server.ts): so
