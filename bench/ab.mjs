@@ -51,7 +51,8 @@ for (const t of targets) await drive({ url: `${t.url}${LIST}`, headers, connecti
 
 const samples = new Map(targets.map((t) => [t.name, []]));
 for (let r = 1; r <= rounds; r++) {
-  for (const t of targets) {
+  // Every other round in the reverse order, so that no target always follows the same one.
+  for (const t of r % 2 === 1 ? targets : [...targets].reverse()) {
     const before = cpuSeconds(t.pid);
     const mainBefore = mainThreadCpuSeconds(t.pid);
     const gcBefore = t.adminUrl === undefined ? NaN : await gcPauseSeconds(t.adminUrl);
@@ -70,15 +71,22 @@ stopAll();
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const medians = (name) => Object.fromEntries(['rps', 'cpuUs', 'mainUs', 'gcUs', 'p50', 'p99'].map((k) => [k, median(samples.get(name).map((s) => s[k]))]));
 const f = medians('floor');
+/**
+ * The median over rounds of each round's requests/s over the floor's in the same round. This VM's
+ * speed drifts within seconds, and a ratio taken round by round carries less of that than the ratio
+ * of two medians: with short rounds (`--seconds=2 --rounds=16`), two processes of one build came
+ * within about five hundredths of each other (RESULTS.md, nineteenth session).
+ */
+const paired = (name) => median(samples.get(name).map((s, i) => s.rps / samples.get('floor')[i].rps));
 const u = medians('upstream');
 const ms = (x) => x.toFixed(3);
 const over = (x) => `${x >= 0 ? '+' : ''}${x.toFixed(3)}`;
 console.log(`JSON list, ${connections} connection(s), ${rounds} interleaved rounds of ${seconds} s (medians)\n`);
-console.log('| target | options | requests/s | × floor | CPU µs/request | × floor | main thread µs/request | × floor | collector pauses µs/request | p50 ms (over upstream) | p99 ms (over upstream) |\n|---|---|---|---|---|---|---|---|---|---|---|');
+console.log('| target | options | requests/s | × floor | × floor, paired | CPU µs/request | × floor | main thread µs/request | × floor | collector pauses µs/request | p50 ms (over upstream) | p99 ms (over upstream) |\n|---|---|---|---|---|---|---|---|---|---|---|---|');
 for (const t of targets) {
   const m = medians(t.name);
   const opts = variants.find((v) => v.name === t.name)?.spec;
   const shown = opts === undefined ? '' : `\`${opts || '(shebang only)'}\``;
   const gc = Number.isNaN(m.gcUs) ? '' : m.gcUs.toFixed(1);
-  console.log(`| ${t.name} | ${shown} | ${Math.round(m.rps)} | ${(m.rps / f.rps).toFixed(2)} | ${m.cpuUs.toFixed(0)} | ${(m.cpuUs / f.cpuUs).toFixed(2)} | ${m.mainUs.toFixed(0)} | ${(m.mainUs / f.mainUs).toFixed(2)} | ${gc} | ${ms(m.p50)} (${over(m.p50 - u.p50)}) | ${ms(m.p99)} (${over(m.p99 - u.p99)}) |`);
+  console.log(`| ${t.name} | ${shown} | ${Math.round(m.rps)} | ${(m.rps / f.rps).toFixed(2)} | ${paired(t.name).toFixed(2)} | ${m.cpuUs.toFixed(0)} | ${(m.cpuUs / f.cpuUs).toFixed(2)} | ${m.mainUs.toFixed(0)} | ${(m.mainUs / f.mainUs).toFixed(2)} | ${gc} | ${ms(m.p50)} (${over(m.p50 - u.p50)}) | ${ms(m.p99)} (${over(m.p99 - u.p99)}) |`);
 }

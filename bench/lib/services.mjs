@@ -132,10 +132,10 @@ export function gatewayCli(env, ...args) {
 }
 
 /** The node flags on dist/cli.js's shebang line: the gateway is measured as it is installed and shipped. */
-function shebangFlags() {
-  const first = readFileSync(CLI, 'utf8').split('\n', 1)[0];
+function shebangFlags(cli = CLI) {
+  const first = readFileSync(cli, 'utf8').split('\n', 1)[0];
   const m = /^#!\/usr\/bin\/env -S node((?: --?[\w-]+(?:=\S+)?)*)$/.exec(first);
-  if (!m) throw new Error(`dist/cli.js: an unexpected first line: ${first}`);
+  if (!m) throw new Error(`${cli}: an unexpected first line: ${first}`);
   return m[1].split(' ').filter(Boolean);
 }
 
@@ -148,13 +148,15 @@ function shebangFlags() {
 export async function startGateway(env, { wrapper = [], readyMs = 15_000 } = {}) {
   const port = await freePort();
   const adminPort = await freePort();
-  const nodeArgs = [...shebangFlags()];
+  // The flags of the build that runs: another build's shebang may differ from this one's.
+  const cli = env.BENCH_CLI ?? process.env.BENCH_CLI ?? CLI;
+  const nodeArgs = [...shebangFlags(cli)];
   if (process.env.BENCH_CPU_PROF) nodeArgs.push('--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`);
   // Node or V8 options to try on the gateway alone (`--max-semi-space-size=4`, say).
   if (process.env.BENCH_GATEWAY_NODE_ARGS) nodeArgs.push(...process.env.BENCH_GATEWAY_NODE_ARGS.split(' ').filter(Boolean));
   // BENCH_CLI: another build's dist/cli.js (a checkout of an older commit, built), to compare builds in one run;
   // with POLICY_FILE, that build's own policy when the format changed since.
-  const child = spawn(...wrapped(wrapper, process.execPath, [...nodeArgs, env.BENCH_CLI ?? process.env.BENCH_CLI ?? CLI, 'serve']), {
+  const child = spawn(...wrapped(wrapper, process.execPath, [...nodeArgs, cli, 'serve']), {
     env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1', ADMIN_PORT: String(adminPort), POLICY_FILE: env.POLICY_FILE ?? POLICY_FILE, POLICY_WATCH: 'false' },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
