@@ -1,11 +1,11 @@
 import { isUtf8 } from 'node:buffer';
 import { createHash } from 'node:crypto';
-import { open } from 'node:fs/promises';
 import { isMap, isNode, isScalar, isSeq, LineCounter, parseDocument, visit, type Document, type ParsedNode } from 'yaml';
 import type { z } from 'zod';
 import { holdsKey, redactKeysAndBodies } from '../observability/redact.js';
 import { compilePolicy, type CompiledPolicy } from '../policy/compile.js';
 import { policySchema } from '../policy/schema.js';
+import { readAtMost } from './read-at-most.js';
 
 /** One reason a policy was refused, located in its file. */
 export interface PolicyError {
@@ -211,41 +211,33 @@ function ownStrings(value: unknown): unknown {
   return value;
 }
 
-/** Reads and validates a policy file. */
-export async function loadPolicy(file: string): Promise<PolicyLoadResult> {
+/**
+ * Reads and validates a policy file. `pipeWaitMs` bounds how long a named pipe may hold the read
+ * (a reload: the running gateway's next reload must not wait on a pipe nobody writes); without it a
+ * pipe is read for as long as it stays open.
+ */
+export async function loadPolicy(file: string, { pipeWaitMs }: { pipeWaitMs?: number } = {}): Promise<PolicyLoadResult> {
   const refused = (message: string): PolicyLoadResult => ({ ok: false, errors: [{ file, line: 0, column: 0, message }] });
   let source: string;
   try {
-    // Read up to one byte past the limit, whatever the file: a pipe (`policy diff <(git show …) NEW`)
-    // has no size to ask for, and a file may grow while it is read.
-    const handle = await open(file, 'r');
-    try {
-      const stats = await handle.stat();
-      if (stats.isFile() && stats.size > MAX_POLICY_BYTES) return refused(`policy file too large: ${stats.size} bytes, at most ${MAX_POLICY_BYTES}`);
-      const bytes = Buffer.alloc(MAX_POLICY_BYTES + 1);
-      let bytesRead = 0;
-      while (bytesRead < bytes.length) {
-        const { bytesRead: n } = await handle.read(bytes, bytesRead, bytes.length - bytesRead, null);
-        if (n === 0) break;
-        bytesRead += n;
-      }
-      if (bytesRead > MAX_POLICY_BYTES) return refused(`policy file too large: more than ${MAX_POLICY_BYTES} bytes`);
-      const text = bytes.subarray(0, bytesRead);
-      if (!isUtf8(text)) {
-        // Decoded anyway, a byte that is no UTF-8 would become U+FFFD: another text than the file's.
-        // The first line that is not UTF-8 on its own (a newline byte is never inside a character).
-        let line = 1;
-        for (let start = 0; start <= text.length; line++) {
-          const end = text.indexOf(0x0a, start);
-          if (!isUtf8(text.subarray(start, end === -1 ? text.length : end))) break;
-          start = end === -1 ? text.length + 1 : end + 1;
-        }
-        return { ok: false, errors: [{ file, line, column: 0, message: 'not UTF-8 text: a policy file is UTF-8' }] };
-      }
-      source = text.toString('utf8');
-    } finally {
-      await handle.close();
+    // A pipe (`policy diff <(git show …) NEW`) has no size to ask for: read up to one byte past the limit.
+    const read = await readAtMost(file, MAX_POLICY_BYTES, { pipeWaitMs });
+    if (read.over) {
+      return refused(read.size === undefined ? `policy file too large: more than ${MAX_POLICY_BYTES} bytes` : `policy file too large: ${read.size} bytes, at most ${MAX_POLICY_BYTES}`);
     }
+    const text = read.bytes;
+    if (!isUtf8(text)) {
+      // Decoded anyway, a byte that is no UTF-8 would become U+FFFD: another text than the file's.
+      // The first line that is not UTF-8 on its own (a newline byte is never inside a character).
+      let line = 1;
+      for (let start = 0; start <= text.length; line++) {
+        const end = text.indexOf(0x0a, start);
+        if (!isUtf8(text.subarray(start, end === -1 ? text.length : end))) break;
+        start = end === -1 ? text.length + 1 : end + 1;
+      }
+      return { ok: false, errors: [{ file, line, column: 0, message: 'not UTF-8 text: a policy file is UTF-8' }] };
+    }
+    source = text.toString('utf8');
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     const reason = code === 'ENOENT' ? 'file not found' : code === 'EISDIR' ? 'a directory, not a file' : (err as Error).message;

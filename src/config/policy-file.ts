@@ -1,9 +1,10 @@
 import { unwatchFile, watch, watchFile, type FSWatcher, type Stats } from 'node:fs';
-import { readFile, stat } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Counter } from 'prom-client';
 import type { Logger } from '../logger.js';
-import { formatPolicyError, loadPolicy, type LoadedPolicy } from './load-policy.js';
+import { formatPolicyError, loadPolicy, MAX_POLICY_BYTES, type LoadedPolicy } from './load-policy.js';
+import { readAtMost } from './read-at-most.js';
 
 /** File events come in bursts (editors, atomic renames, ConfigMap symlink swaps): wait for quiet. */
 const WATCH_DEBOUNCE_MS = 100;
@@ -13,6 +14,11 @@ const WATCH_DEBOUNCE_MS = 100;
  * late.
  */
 const STAT_POLL_MS = 2_000;
+/**
+ * How long a reload waits on a named pipe put where the policy file was, for a writer and its last
+ * byte. Unbounded, a pipe nobody writes held every later reload behind it for good.
+ */
+export const RELOAD_PIPE_WAIT_MS = 10_000;
 
 /** What says a file changed, as a poll of its status sees it. */
 const signature = (stats: Stats): string => `${stats.dev}:${stats.ino}:${stats.size}:${stats.mtimeMs}:${stats.ctimeMs}`;
@@ -25,6 +31,8 @@ export interface PolicyFileOptions {
   readonly reloads: Counter<'result'>;
   /** Each policy accepted after the first: the one process's requests, or (WORKERS) every worker. */
   readonly onAccepted: (next: LoadedPolicy) => void;
+  /** RELOAD_PIPE_WAIT_MS unless told (tests). */
+  readonly pipeWaitMs?: number;
 }
 
 /**
@@ -93,12 +101,16 @@ export class PolicyFile {
       if (seen !== this.#readAs) this.#reloadSoon();
     };
     watchFile(this.#file, { persistent: false, interval: STAT_POLL_MS }, this.#poll);
-    readFile(this.#file, 'utf8').then(
-      (source) => {
-        if (source !== this.#accepted.source) void this.reload('file');
+    readAtMost(this.#file, MAX_POLICY_BYTES, { pipeWaitMs: this.#pipeWaitMs }).then(
+      (read) => {
+        if (read.over || read.bytes.toString('utf8') !== this.#accepted.source) void this.reload('file');
       },
       () => void this.reload('file'), // gone or unreadable: the reload says so
     );
+  }
+
+  get #pipeWaitMs(): number {
+    return this.#options.pipeWaitMs ?? RELOAD_PIPE_WAIT_MS;
   }
 
   close(): void {
@@ -118,7 +130,7 @@ export class PolicyFile {
     this.#readAs = await stat(this.#file).then(signature, () => null);
     // loadPolicy reports every problem of the file's as a refusal; anything it throws is ours, and
     // refused all the same: the running policy stays, and the refusal is counted and logged.
-    const result = await loadPolicy(this.#file).catch((err: unknown) => ({
+    const result = await loadPolicy(this.#file, { pipeWaitMs: this.#pipeWaitMs }).catch((err: unknown) => ({
       ok: false as const,
       errors: [{ file: this.#file, line: 0, column: 0, message: `the policy could not be loaded: ${(err as Error).message}` }],
     }));

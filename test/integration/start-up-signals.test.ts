@@ -136,8 +136,8 @@ net.Server.prototype.listen = function (...args) {
 const WAITING_LISTEN = `--import=data:text/javascript,${encodeURIComponent(`import net from 'node:net';
 import fs from 'node:fs';
 import { syncBuiltinESMExports } from 'node:module';
-const open = fs.promises.open;
-fs.promises.open = function (file, ...rest) {
+const open = fs.open;
+fs.open = function (file, ...rest) {
   if (String(file).endsWith('policy.yaml')) process.stderr.write('policy read by ' + process.pid + '\\n');
   return open.call(this, file, ...rest);
 };

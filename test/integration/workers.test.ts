@@ -275,21 +275,30 @@ describe('WORKERS=2', () => {
 
   /**
    * Loaded in every process: in the one that reads the policy file (the single process, or the
-   * primary), the file is edited right after its first read returns: before the file is watched.
+   * primary), the file is edited once its first read is over (its descriptor closed): before the
+   * file is watched.
    */
   const EDIT_AFTER_FIRST_READ = `--import=data:text/javascript,${encodeURIComponent(`import cluster from 'node:cluster';
 import fs from 'node:fs';
 import { syncBuiltinESMExports } from 'node:module';
 if (cluster.isPrimary) {
-  const readFile = fs.promises.readFile;
+  const { open, close } = fs;
+  const reading = new Set();
   let first = true;
-  fs.promises.readFile = async function (file, ...rest) {
-    const text = await readFile.call(this, file, ...rest);
-    if (first && String(file) === process.env.POLICY_FILE) {
+  fs.open = function (file, ...rest) {
+    const done = rest.pop();
+    return open.call(this, file, ...rest, (err, fd) => {
+      if (!err && String(file) === process.env.POLICY_FILE) reading.add(fd);
+      done(err, fd);
+    });
+  };
+  fs.close = function (fd, ...rest) {
+    if (reading.delete(fd) && first) {
       first = false;
-      fs.writeFileSync(file, text + '\\n# edited just after the start-up read\\n');
+      const file = process.env.POLICY_FILE;
+      fs.writeFileSync(file, fs.readFileSync(file, 'utf8') + '\\n# edited just after the start-up read\\n');
     }
-    return text;
+    return close.call(this, fd, ...rest);
   };
   syncBuiltinESMExports();
 }`)}`;

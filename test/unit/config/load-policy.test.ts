@@ -1,4 +1,5 @@
 import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -348,13 +349,39 @@ routes:
     it('a pipe of more than MAX_POLICY_BYTES (no size to ask for: counted as it is read)', async () => {
       const fifo = path.join(dir, 'fifo.yaml');
       execFileSync('mkfifo', [fifo]);
-      const writing = import('node:fs').then(async (fs) => {
+      const writing = (async () => {
         const writer = await fs.promises.open(fifo, 'w');
         await writer.write(Buffer.alloc(MAX_POLICY_BYTES + 10, '#')).catch(() => undefined); // the reader may close first
         await writer.close();
-      });
+      })();
       expect(await linesOf(fifo)).toEqual([`${fifo}:0:0: policy file too large: more than ${MAX_POLICY_BYTES} bytes`]);
       await writing;
+    });
+
+    it('a named pipe whose writer comes after the read began: read to the writer\'s end', async () => {
+      const fifo = path.join(dir, 'later.yaml');
+      execFileSync('mkfifo', [fifo]);
+      const shipped = readFileSync('policies/acquirer-api.yaml', 'utf8');
+      const loading = loadPolicy(fifo, { pipeWaitMs: 60_000 });
+      // Opening the write end waits for the reader: once it returns, the read has begun.
+      const writer = await fs.promises.open(fifo, 'w');
+      await writer.write(shipped.slice(0, 100));
+      await writer.write(shipped.slice(100));
+      await writer.close();
+      const result = await loading;
+      expect(result.ok && result.source).toBe(shipped);
+    });
+
+    it('a named pipe nobody writes, read with a wait: refused once the wait is over, holding no thread of libuv\'s pool', async () => {
+      const fifo = path.join(dir, 'unwritten.yaml');
+      execFileSync('mkfifo', [fifo]);
+      // More reads than the pool has threads (4): reads that each held one would leave none for the
+      // file read after them, which would then never end.
+      const results = await Promise.all(Array.from({ length: 6 }, () => loadPolicy(fifo, { pipeWaitMs: 50 })));
+      for (const result of results) {
+        expect(result.ok ? [] : result.errors.map(formatPolicyError)).toEqual([`${fifo}:0:0: cannot read policy: a named pipe that nothing wrote to its end within 0.05 s`]);
+      }
+      expect(await fs.promises.readFile('policies/acquirer-api.yaml', 'utf8')).toBe(readFileSync('policies/acquirer-api.yaml', 'utf8'));
     });
   });
 });
