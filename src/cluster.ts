@@ -421,7 +421,7 @@ export async function runPrimary(config: Config, logger: Logger, startUp: StartU
     });
   // The file was read before this, and may have changed since the SIGHUP that says so.
   if (startUp.handOver(addSignalHandlers).reloadAsked) void policyFile.reload('signal');
-  if (config.policyWatch) policyFile.watch();
+  if (config.policyWatch) void policyFile.watch();
 
   const first = Array.from({ length: config.workers }, fork);
   for (const worker of first) firstWorkers.add(worker);

@@ -70,7 +70,7 @@ export async function serveCommand(args: string[], startUp: StartUpSignals): Pro
     reloads: gateway.metrics.policyReloads,
     onAccepted: (next) => gateway.usePolicy(next.policy),
   });
-  if (config.policyWatch) policyFile.watch();
+  if (config.policyWatch) void policyFile.watch();
   // The file was read before this, and may have changed since the SIGHUP that says so.
   const running = {
     stop: () => {

@@ -84,9 +84,9 @@ export class PolicyFile {
    * Reloads when the file changes. The directory is watched, so a file replaced by rename is seen
    * too, and the file's status is polled every STAT_POLL_MS for what raises no event there. An edit
    * made between the read the accepted policy came from and now raised no event: the file is read
-   * once more, and reloaded if it differs.
+   * once more, and reloaded if it differs; the promise settles once that look is over.
    */
-  watch(): void {
+  watch(): Promise<void> {
     const dir = path.dirname(this.#file);
     const base = path.basename(this.#file);
     this.#watcher = watch(dir, { persistent: false }, (_event, name) => {
@@ -101,12 +101,27 @@ export class PolicyFile {
       if (seen !== this.#readAs) this.#reloadSoon();
     };
     watchFile(this.#file, { persistent: false, interval: STAT_POLL_MS }, this.#poll);
-    readAtMost(this.#file, MAX_POLICY_BYTES, { pipeWaitMs: this.#pipeWaitMs }).then(
-      (read) => {
-        if (read.over || read.bytes.toString('utf8') !== this.#accepted.source) void this.reload('file');
-      },
-      () => void this.reload('file'), // gone or unreadable: the reload says so
+    return this.#unlessPipe(() =>
+      readAtMost(this.#file, MAX_POLICY_BYTES, { pipeWaitMs: this.#pipeWaitMs }).then(
+        (read) => {
+          if (read.over || read.bytes.toString('utf8') !== this.#accepted.source) void this.reload('file');
+        },
+        () => void this.reload('file'), // gone or unreadable: the reload says so
+      ),
     );
+  }
+
+  /**
+   * Runs what the watch does, unless the file is a named pipe: writing to a pipe changes its status,
+   * and a read to compare would wait on it and take what a writer meant for the next SIGHUP. A pipe
+   * is reloaded on SIGHUP only.
+   */
+  async #unlessPipe(run: () => unknown): Promise<void> {
+    const pipe = await stat(this.#file).then(
+      (stats) => stats.isFIFO(),
+      () => false,
+    );
+    if (!pipe) await run();
   }
 
   get #pipeWaitMs(): number {
@@ -121,7 +136,7 @@ export class PolicyFile {
 
   #reloadSoon(): void {
     clearTimeout(this.#debounce);
-    this.#debounce = setTimeout(() => void this.reload('file'), WATCH_DEBOUNCE_MS);
+    this.#debounce = setTimeout(() => void this.#unlessPipe(() => this.reload('file')), WATCH_DEBOUNCE_MS);
   }
 
   async #load(trigger: 'signal' | 'file'): Promise<ReloadResult> {

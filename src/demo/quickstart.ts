@@ -41,7 +41,7 @@ async function main(): Promise<void> {
   const gateway = await startGateway(config, { logger, policy: loaded.policy, keyStore: store });
   // Edits to the policy file apply as they do under `serve` (POLICY_WATCH).
   const policyFile = new PolicyFile(config.policyFile, loaded, { logger, reloads: gateway.metrics.policyReloads, onAccepted: (next) => gateway.usePolicy(next.policy) });
-  if (config.policyWatch) policyFile.watch();
+  if (config.policyWatch) void policyFile.watch();
   const base = `http://127.0.0.1:${gateway.port}`;
   const alpha = keys.get('acq_alpha')!;
   const beta = keys.get('acq_beta')!;

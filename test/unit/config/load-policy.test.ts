@@ -306,8 +306,8 @@ routes:
     let dir: string;
     beforeEach(() => (dir = mkdtempSync(path.join(tmpdir(), 'policy-'))));
     afterEach(() => rmSync(dir, { recursive: true, force: true }));
-    const linesOf = async (file: string) => {
-      const result = await loadPolicy(file);
+    const linesOf = async (file: string, options?: { pipeWaitMs?: number }) => {
+      const result = await loadPolicy(file, options);
       return result.ok ? [] : result.errors.map(formatPolicyError);
     };
 
@@ -372,16 +372,23 @@ routes:
       expect(result.ok && result.source).toBe(shipped);
     });
 
-    it('a named pipe nobody writes, read with a wait: refused once the wait is over, holding no thread of libuv\'s pool', async () => {
+    it('a named pipe nobody writes, read with a wait: refused once the wait is over', async () => {
       const fifo = path.join(dir, 'unwritten.yaml');
       execFileSync('mkfifo', [fifo]);
-      // More reads than the pool has threads (4): reads that each held one would leave none for the
-      // file read after them, which would then never end.
-      const results = await Promise.all(Array.from({ length: 6 }, () => loadPolicy(fifo, { pipeWaitMs: 50 })));
-      for (const result of results) {
-        expect(result.ok ? [] : result.errors.map(formatPolicyError)).toEqual([`${fifo}:0:0: cannot read policy: a named pipe that nothing wrote to its end within 0.05 s`]);
-      }
+      expect(await linesOf(fifo, { pipeWaitMs: 50 })).toEqual([`${fifo}:0:0: cannot read policy: a named pipe that nothing wrote to its end within 0.05 s`]);
+    });
+
+    it('reads waiting on a named pipe hold no thread of libuv\'s pool', async () => {
+      const fifo = path.join(dir, 'waited-on.yaml');
+      execFileSync('mkfifo', [fifo]);
+      // More reads than the pool has threads (4): if each held one, the file read below would never run.
+      let settled = 0;
+      const waiting = Array.from({ length: 6 }, () => loadPolicy(fifo, { pipeWaitMs: 60_000 }).finally(() => settled++));
       expect(await fs.promises.readFile('policies/acquirer-api.yaml', 'utf8')).toBe(readFileSync('policies/acquirer-api.yaml', 'utf8'));
+      expect(settled).toBe(0);
+      // A writer that closes without writing ends every read: an empty policy, refused.
+      await (await fs.promises.open(fifo, 'w')).close();
+      for (const result of await Promise.all(waiting)) expect(result.ok).toBe(false);
     });
   });
 });

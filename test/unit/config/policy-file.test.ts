@@ -46,6 +46,33 @@ describe('a reload that finds a named pipe where the policy file was', () => {
     expect(p.accepted.map((a) => a.source)).toEqual([`${shipped}# edited\n`]);
   });
 
+  it('watched: only a SIGHUP reads it (a read to compare would wait on it, and take what a writer meant for the reload)', async () => {
+    const p = await policyFile({ pipeWaitMs: 60_000 });
+    fs.rmSync(p.file);
+    execFileSync('mkfifo', [p.file]);
+    try {
+      await p.subject.watch();
+      // A writer that does not wait for a reader finds none: nothing holds the pipe open to read it.
+      const writerWithoutWaiting = () => {
+        try {
+          fs.closeSync(fs.openSync(p.file, fs.constants.O_WRONLY | fs.constants.O_NONBLOCK));
+          return 'a reader was there';
+        } catch (err) {
+          return (err as NodeJS.ErrnoException).code;
+        }
+      };
+      expect(writerWithoutWaiting()).toBe('ENXIO');
+      const reloading = p.subject.reload('signal');
+      const writer = await fs.promises.open(p.file, 'w');
+      await writer.write(`${shipped}# from a pipe\n`);
+      await writer.close();
+      expect(await reloading).toBe('success');
+      expect(p.accepted.map((a) => a.source)).toEqual([`${shipped}# from a pipe\n`]);
+    } finally {
+      p.subject.close();
+    }
+  });
+
   it('written to within the wait: read to the writer\'s end and accepted', async () => {
     const p = await policyFile({ pipeWaitMs: 60_000 });
     fs.rmSync(p.file);
