@@ -20,7 +20,7 @@ export interface ReadAtMostOptions {
 }
 
 /** A named pipe nobody finished writing within `pipeWaitMs`. */
-export class PipeWaitExceeded extends Error {
+class PipeWaitExceeded extends Error {
   constructor(waitMs: number) {
     super(`a named pipe that nothing wrote to its end within ${waitMs / 1000} s`);
     this.name = 'PipeWaitExceeded';
