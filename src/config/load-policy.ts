@@ -154,7 +154,10 @@ function parseUnredacted(source: string, file: string): PolicyLoadResult {
   });
   if (unread.length > 0) return { ok: false, errors: unread };
 
-  const parsed = policySchema.safeParse(ownStrings(doc.toJS({ maxAliasCount: 0 })));
+  const value: unknown = doc.toJS({ maxAliasCount: 0 });
+  // zod would say "expected object, received null": true, and no help to whoever wrote the file.
+  if (value === null || value === undefined) return { ok: false, errors: [at(0, 'no policy in the file: it is empty, or holds only comments')] };
+  const parsed = policySchema.safeParse(ownStrings(value));
   if (!parsed.success) {
     return {
       ok: false,

@@ -12,8 +12,9 @@ export type ReadAtMost = { readonly over: false; readonly bytes: Buffer } | { re
 
 export interface ReadAtMostOptions {
   /**
-   * How long a named pipe may keep the read waiting: for a writer, and then for its last byte.
-   * Unset, it waits as long as the pipe stays open (start-up, the CLI: `<(…)`, a test holding
+   * How long a named pipe may keep the read waiting: for a writer, and then for its last byte. Set,
+   * a character device is refused (its read could not be ended). Unset, a pipe is read for as long
+   * as it stays open, and a character device blocking (start-up, the CLI: `<(…)`, a test holding
    * start-up with a FIFO).
    */
   readonly pipeWaitMs?: number;
@@ -47,7 +48,9 @@ export async function readAtMost(file: string, max: number, { pipeWaitMs }: Read
   try {
     if (stats.isFile() && stats.size > max) return { over: true, size: stats.size };
     if (stats.isCharacterDevice()) {
-      // A terminal answers a non-blocking read with EAGAIN: read it as before, blocking.
+      // A terminal answers a non-blocking read with EAGAIN, and read blocking it holds a thread of
+      // the pool with nothing to end the wait: refused where the read must end in time (a reload).
+      if (pipeWaitMs !== undefined) throw new Error('a character device (a terminal?): read only at start-up and by the CLI');
       await closeFd(fd);
       fd = -1;
       fd = await openFd(file, constants.O_RDONLY);

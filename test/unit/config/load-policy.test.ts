@@ -54,6 +54,15 @@ describe('refusing a bad policy with file, line, column and reason', () => {
     expect(result.ok).toBe(true);
   });
 
+  it.each([
+    ['empty', ''],
+    ['only comments', '# the policy goes here\n\n# later\n'],
+    ['only a document marker', '---\n'],
+  ])('a file with no policy in it (%s)', (_, source) => {
+    const result = parsePolicy(source, 'p.yaml');
+    expect(result.ok ? [] : result.errors.map(formatPolicyError)).toEqual(['p.yaml:1:1: no policy in the file: it is empty, or holds only comments']);
+  });
+
   it('unknown permission', async () => {
     expect(await errorLines('unknown-permission')).toEqual([
       `${fixture('unknown-permission')}:9:32: routes.0.permissions.1: unknown permission "things_write" (not in the catalogue)`,
@@ -376,6 +385,11 @@ routes:
       const fifo = path.join(dir, 'unwritten.yaml');
       execFileSync('mkfifo', [fifo]);
       expect(await linesOf(fifo, { pipeWaitMs: 50 })).toEqual([`${fifo}:0:0: cannot read policy: a named pipe that nothing wrote to its end within 0.05 s`]);
+    });
+
+    it('a character device: read where the read may wait (start-up, the CLI), refused where it must end in time (a reload)', async () => {
+      expect(await linesOf('/dev/null')).toEqual(['/dev/null:1:1: no policy in the file: it is empty, or holds only comments']);
+      expect(await linesOf('/dev/null', { pipeWaitMs: 50 })).toEqual(['/dev/null:0:0: cannot read policy: a character device (a terminal?): read only at start-up and by the CLI']);
     });
 
     it('reads waiting on a named pipe hold no thread of libuv\'s pool', async () => {
