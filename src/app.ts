@@ -40,6 +40,7 @@ export function createApp(deps: AppDeps): Express {
     logger: deps.logger,
     collectYoung: deps.upstream.collectYoung,
     onRetry: () => deps.metrics.upstreamRetries.inc(),
+    onUnaskedBytes: () => deps.metrics.upstreamUnaskedBytes.inc(),
   });
   app.use(inOrder([createRequestObserver(deps), ...createPipeline({ resolver: deps.resolver, trustedProxies: deps.trustedProxies, proxy, acquirerMaxInFlight: deps.acquirerMaxInFlight })]));
   app.use(createErrorHandler(deps.logger));

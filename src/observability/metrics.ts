@@ -18,6 +18,7 @@ export interface GatewayMetrics {
   readonly upstreamDuration: BatchedHistogram<'route'>;
   readonly upstreamErrors: BatchedCounter<'kind'>;
   readonly upstreamRetries: Counter;
+  readonly upstreamUnaskedBytes: Counter;
   readonly connectionsDropped: Counter;
   readonly upstreamStatusMapped: BatchedCounter<'route' | 'upstream_status' | 'status'>;
   readonly policyInfo: Gauge<'hash'>;
@@ -108,6 +109,11 @@ export function createMetrics(): GatewayMetrics {
     upstreamRetries: new Counter({
       name: `${PREFIX}upstream_retries_total`,
       help: 'GET/HEAD requests sent a second time because a pooled upstream connection failed before any answer.',
+      registers,
+    }),
+    upstreamUnaskedBytes: new Counter({
+      name: `${PREFIX}upstream_unasked_bytes_total`,
+      help: 'Idle upstream connections closed because the upstream sent bytes on them: an answer to no request (a second answer to one request?).',
       registers,
     }),
     connectionsDropped: new Counter({

@@ -1,12 +1,14 @@
 import http, { type ClientRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import https from 'node:https';
 import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 import type { NextFunction, RequestHandler, Response } from 'express';
 import { createProxyMiddleware, type Plugin } from 'http-proxy-middleware';
 import type { ErrorCode } from '../errors/codes.js';
 import { ERROR_CODES } from '../errors/codes.js';
 import { cutResponse, noteBodyEndsWithConnection, sendError } from '../errors/error-response.js';
 import type { Logger } from '../logger.js';
+import { lineThrottle } from '../observability/line-throttle.js';
 import { forwardBody } from './forward-body.js';
 import { buildClientHeaders, buildUpstreamHeaders, hasDroppedBody, unsatisfiedRange, upstreamAddress } from './forward-headers.js';
 import { classifyUpstreamError, TooManyHeaderLinesError, UnexpectedUpgradeError, UnsupportedTransferCodingError, type UpstreamErrorKind } from './upstream-errors.js';
@@ -27,6 +29,8 @@ export interface UpstreamProxyOptions {
   readonly collectYoung?: CollectYoung | undefined;
   /** Called once for each request sent a second time (see retriable). */
   readonly onRetry?: () => void;
+  /** Called once for each idle pooled connection the upstream sent bytes on (see countUnaskedBytes). */
+  readonly onUnaskedBytes?: () => void;
 }
 
 /** A keep-alive agent for the upstream: connection reuse is most of a proxy's latency budget. */
@@ -73,6 +77,50 @@ function linkRequestsToExchanges(agent: http.Agent): void {
       options.headers![EXCHANGE] = undefined;
     }
     addRequest.call(this, req, options);
+  };
+}
+
+/** Lines about unasked bytes, at most one every this often (a broken upstream may do it on every request). */
+const UNASKED_LINE_EVERY_MS = 10_000;
+/** On a pooled connection while it is idle: its bytes read when it was put back in the pool. */
+const READ_WHEN_IDLE = Symbol('bytes read when the connection went idle');
+type PooledSocket = Duplex & { bytesRead: number; [READ_WHEN_IDLE]?: number };
+
+/**
+ * Counts and logs the idle pooled connections the upstream sent bytes on: an answer to no request,
+ * such as a second answer to one request. Node's parser takes such bytes for a second answer to the
+ * connection's last request and closes the connection without a word; and had a request been
+ * waiting on it, it would have taken them for that request's answer, which HTTP/1.1 gives no way to
+ * tell from the true one. The upstream's fault is not silent then: a connection that closes while
+ * idle having read more than it had (an upstream closing an idle connection sends nothing) is one.
+ * (One `close` listener added and removed per request.)
+ */
+function countUnaskedBytes(agent: http.Agent, logger: Logger, onUnasked: (() => void) | undefined): void {
+  const line = lineThrottle(UNASKED_LINE_EVERY_MS);
+  function onIdleClose(this: PooledSocket): void {
+    const unasked = this.bytesRead - (this[READ_WHEN_IDLE] ?? this.bytesRead);
+    if (unasked === 0) return;
+    onUnasked?.();
+    const heldBack = line('');
+    if (heldBack !== null) {
+      logger.error({ bytes: unasked, connections: heldBack.count + 1 }, 'the upstream sent bytes on an idle connection, an answer to no request; the connection was closed');
+    }
+  }
+  // Both documented as the agent's to override (Node's http.Agent: keepSocketAlive, reuseSocket).
+  const pooled = agent as unknown as { keepSocketAlive(socket: PooledSocket): boolean; reuseSocket(socket: PooledSocket, req: ClientRequest): void };
+  const keepSocketAlive = pooled.keepSocketAlive;
+  pooled.keepSocketAlive = function (socket) {
+    const kept = keepSocketAlive.call(this, socket);
+    if (kept) {
+      socket[READ_WHEN_IDLE] = socket.bytesRead;
+      socket.once('close', onIdleClose);
+    }
+    return kept;
+  };
+  const reuseSocket = pooled.reuseSocket;
+  pooled.reuseSocket = function (socket, req) {
+    socket.off('close', onIdleClose);
+    reuseSocket.call(this, socket, req);
   };
 }
 
@@ -163,6 +211,7 @@ function discard(body: IncomingMessage): void {
  */
 export function createUpstreamProxy(options: UpstreamProxyOptions): RequestHandler {
   linkRequestsToExchanges(options.agent);
+  countUnaskedBytes(options.agent, options.logger, options.onUnaskedBytes);
   const watchStreamedBody = options.collectYoung === undefined ? undefined : createStreamedMemory(options.collectYoung);
   // Parsed once. Host names the upstream, whatever the client sent; set with the other headers (httpxy's
   // changeOrigin would work it out again on every request).

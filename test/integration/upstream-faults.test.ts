@@ -30,6 +30,8 @@ const heads: string[] = [];
 const upstreamEvents: string[] = [];
 /** Connections whose `keep-alive-pair` request waits for the other one. */
 const pairWaiting: net.Socket[] = [];
+/** Connections whose `answer-twice` request was answered once: the test sends the second answer. */
+const answeredOnce: net.Socket[] = [];
 
 /** The length of the `big` answer: more than the gateway's socket buffers hold, so some waits in the kernel's. */
 const BIG_BYTES = 2_000_000;
@@ -74,6 +76,10 @@ function faultyUpstream(): net.Server {
           return void socket.destroy();
         case 'keep-alive':
           keptAlive = true;
+          return void socket.write('HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}');
+        case 'answer-twice':
+          keptAlive = true;
+          answeredOnce.push(socket);
           return void socket.write('HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}');
         case 'keep-alive-pair':
           // Answered once two are in, so that the client holds two connections open at once.
@@ -411,6 +417,29 @@ describe('a streaming answer on which nothing moves for STREAM_IDLE_TIMEOUT_MS',
     // Sent upstream one after the other: a connection holds one pooled upstream connection at most.
     expect(upstreamEvents).toEqual(['head trickle', 'end trickle', 'head slow-stream']);
   }, 10_000);
+});
+
+it('an upstream that answers one request twice, the second while the connection is idle: the connection is closed, counted and logged, and the next request gets its own answer', async () => {
+  const first = await request(gateway.url, `${LIST}?mode=answer-twice`, bearer(key));
+  expect(first.status).toBe(200);
+  expect(first.body.toString()).toBe('{}');
+  // Node closes the connection on these bytes, and said nothing of it; had a request been waiting on
+  // the connection, they would have been its answer.
+  const upstreamSide = answeredOnce.shift()!;
+  const closed = new Promise((resolve) => upstreamSide.once('close', resolve));
+  upstreamSide.write('HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 16\r\n\r\n{"stale":"yes!"}');
+  await closed;
+  const logged = await waitFor(
+    () => gateway.logLines.map((l) => JSON.parse(l) as Record<string, unknown>).find((e) => e.msg === 'the upstream sent bytes on an idle connection, an answer to no request; the connection was closed'),
+    { what: 'the unasked bytes to be logged' },
+  );
+  expect(logged).toMatchObject({ level: 50, connections: 1 });
+  expect(logged.bytes).toBeGreaterThan(0);
+  const metrics = (await request(gateway.adminUrl, '/metrics')).body.toString();
+  expect(metrics).toMatch(/^acquirer_gateway_upstream_unasked_bytes_total 1$/m);
+  const next = await request(gateway.url, LIST, bearer(key));
+  expect(next.status).toBe(200);
+  expect(next.body.toString()).toBe('{}');
 });
 
 describe('a pooled connection the upstream closed as it was reused', () => {

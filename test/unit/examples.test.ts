@@ -33,6 +33,7 @@ describe('examples/', () => {
         'AcquirerGatewayErrorRatioHigh',
         'AcquirerGatewayUpstreamFailures',
         'AcquirerGatewayUpstreamClosesIdleConnections',
+        'AcquirerGatewayUpstreamUnaskedAnswer',
         'AcquirerGatewayRedisUnavailable',
         'AcquirerGatewayPolicyReloadFailed',
       ]),
@@ -48,7 +49,7 @@ describe('examples/', () => {
     const text = await createMetrics().registry.metrics();
     const rules = parse(readFileSync('examples/alerts.yml', 'utf8')).groups.flatMap((g: { rules: { expr: string }[] }) => g.rules);
     const selectors = rules.flatMap((r: { expr: string }) => [...r.expr.matchAll(/increase\((acquirer_gateway_[a-z0-9_]+)(\{[^}]*\})?\[/g)].map((m) => `${m[1]}${m[2] ?? ''}`));
-    expect(selectors).toEqual(['acquirer_gateway_policy_reloads_total{result="failure"}']);
+    expect(selectors).toEqual(['acquirer_gateway_upstream_unasked_bytes_total', 'acquirer_gateway_policy_reloads_total{result="failure"}']);
     for (const selector of selectors) expect(text.split('\n')).toContain(`${selector} 0`);
     for (const kind of ['refused', 'reset', 'timeout', 'pool_exhausted', 'unresolvable', 'protocol', 'stalled', 'other']) {
       expect(text.split('\n')).toContain(`acquirer_gateway_upstream_errors_total{kind="${kind}"} 0`);
