@@ -113,7 +113,7 @@ function countUnaskedBytes(agent: http.Agent, logger: Logger, onUnasked: (() => 
     const kept = keepSocketAlive.call(this, socket);
     if (kept) {
       socket[READ_WHEN_IDLE] = socket.bytesRead;
-      socket.once('close', onIdleClose);
+      socket.on('close', onIdleClose);
     }
     return kept;
   };
