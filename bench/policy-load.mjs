@@ -9,7 +9,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 
 const root = path.resolve(import.meta.dirname, '..');
-const { loadPolicy } = await import(pathToFileURL(path.join(root, 'dist/config/load-policy.js')).href);
+const { loadPolicy } = await import(pathToFileURL(path.join(root, 'dist/policy/load.js')).href);
 const counts = process.argv.slice(2).map(Number);
 if (counts.some((n) => !(Number.isInteger(n) && n > 0))) {
   console.error('usage: node bench/policy-load.mjs [routes …]: whole numbers above 0');

@@ -15,8 +15,8 @@
 // runs: loading the gateway's (Express, ioredis, prom-client …) is most of `serve`'s start-up, and
 // its signal handling has to begin before that (signals.ts).
 import { CommandError, PolicyInvalid, UsageError, wantsHelp } from './cli/usage-error.js';
-import { redactKeysAndBodies } from './observability/redact.js';
-import { holdSignalsDuringStartUp } from './signals.js';
+import { redactKeysAndBodies } from './secrets/redact.js';
+import { holdSignalsDuringStartUp } from './lifecycle/signals.js';
 
 const USAGE = `usage: acquirer-gateway <command>
   serve              run the gateway (configuration from the environment or --flags; see README)

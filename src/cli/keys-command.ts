@@ -1,6 +1,6 @@
 import type { ParseArgsOptionsConfig } from 'node:util';
 import { CONFIG_FIELDS, ConfigError, readSetting } from '../config/env.js';
-import { loadPolicy, formatPolicyError } from '../config/load-policy.js';
+import { loadPolicy, formatPolicyError } from '../policy/load.js';
 import {
   generateKey,
   generateKeyId,
@@ -12,7 +12,7 @@ import {
 import { CorruptKeyRecordError, KeyCommandError, KeyNotFoundError, type KeyStore } from '../keys/key-store.js';
 import { RedisKeyStore } from '../keys/redis-key-store.js';
 import { familyCoveredWhole, parseCidr } from '../net/ip-allowlist.js';
-import { holdsKey, redactSecrets } from '../observability/redact.js';
+import { holdsKey, redactSecrets } from '../secrets/redact.js';
 import { CommandError, parseCommandLine, UsageError, wantsHelp } from './usage-error.js';
 
 export const KEYS_USAGE = `usage:

@@ -1,5 +1,5 @@
 import { CONFIG_FIELDS, ConfigError, DEFAULT_POLICY_FILE, readSetting } from '../config/env.js';
-import { formatPolicyError, loadPolicy } from '../config/load-policy.js';
+import { formatPolicyError, loadPolicy } from '../policy/load.js';
 import type { CompiledPolicy } from '../policy/compile.js';
 import { diffPolicies, routeTable } from '../policy/diff.js';
 import { parseCommandLine, PolicyInvalid, UsageError, wantsHelp } from './usage-error.js';

@@ -1,11 +1,11 @@
 import cluster from 'node:cluster';
-import { policyFromPrimary, runPrimary, serveAsWorker, WorkerStartError } from '../cluster.js';
+import { policyFromPrimary, runPrimary, serveAsWorker, WorkerStartError } from '../cluster/primary.js';
 import { CONFIG_FIELDS, ConfigError, flagName, loadConfig, type Config } from '../config/env.js';
-import { loadPolicyOrThrow, PolicyLoadError } from '../config/load-policy.js';
-import { PolicyFile } from '../config/policy-file.js';
-import { createLogger, type Logger } from '../logger.js';
-import { ListenError, startGateway } from '../server.js';
-import { handleRunningSignals, type StartUpSignals } from '../signals.js';
+import { loadPolicyOrThrow, PolicyLoadError } from '../policy/load.js';
+import { PolicyFile } from '../policy/watch.js';
+import { createLogger, type Logger } from '../observability/logger/logger.js';
+import { ListenError, startGateway } from '../gateway.js';
+import { handleRunningSignals, type StartUpSignals } from '../lifecycle/signals.js';
 import { CommandError, parseCommandLine, UsageError } from './usage-error.js';
 
 const SERVE_FLAGS = Object.fromEntries(

@@ -1,11 +1,11 @@
 import { loadConfig } from '../config/env.js';
-import { loadPolicyOrThrow } from '../config/load-policy.js';
-import { PolicyFile } from '../config/policy-file.js';
+import { loadPolicyOrThrow } from '../policy/load.js';
+import { PolicyFile } from '../policy/watch.js';
 import { generateKey, generateKeyId, hashKey } from '../keys/api-key.js';
 import { MemoryKeyStore } from '../keys/memory-key-store.js';
-import { createLogger } from '../logger.js';
-import { startGateway } from '../server.js';
-import { handleRunningSignals } from '../signals.js';
+import { createLogger } from '../observability/logger/logger.js';
+import { startGateway } from '../gateway.js';
+import { handleRunningSignals } from '../lifecycle/signals.js';
 import { createSampleUpstream, listen, sampleStatements } from './sample-upstream.js';
 
 /**

@@ -1,7 +1,7 @@
 import { isErrorStatus, type ErrorStatus } from '../errors/codes.js';
 import { FORWARDED_REQUEST_HEADERS, neverForwarded } from '../proxy/forward-headers.js';
-import { UNMATCHED_ROUTE } from '../observability/metrics.js';
-import { mapUpstreamStatus, NEVER_PASSED_ON } from '../proxy/map-upstream-status.js';
+import { UNMATCHED_ROUTE } from '../observability/metrics/metrics.js';
+import { mapUpstreamStatus, NEVER_PASSED_ON } from '../errors/upstream-status.js';
 import { PARAM_TYPES, type ParamType, type ParamTypeName } from './param-types.js';
 import { UNCHECKED_QUERY, type PolicyDocument } from './schema.js';
 import { compileTemplate, overlappingPath, TemplateError, type CompiledTemplate } from './template.js';

@@ -1,4 +1,4 @@
-import { mapUpstreamStatus } from '../proxy/map-upstream-status.js';
+import { mapUpstreamStatus } from '../errors/upstream-status.js';
 import type { CompiledPolicy, CompiledRoute } from './compile.js';
 import { takesAllOf } from './param-types.js';
 

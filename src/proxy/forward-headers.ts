@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
 import { isIP } from 'node:net';
-import { holdsKey, holdsSecret } from '../observability/redact.js';
+import { holdsKey, holdsSecret } from '../secrets/redact.js';
 
 /** Hop-by-hop headers (RFC 9110 §7.6.1) and their common non-standard relatives. */
 export const HOP_BY_HOP = new Set([

@@ -1,10 +1,10 @@
 import http from 'node:http';
-import { createApp } from '../../src/app.js';
+import { createApp } from '../../src/app/create-app.js';
 import { generateKey, hashKey, type ApiKeyRecord } from '../../src/keys/api-key.js';
 import { KeyResolver } from '../../src/keys/key-resolver.js';
 import { MemoryKeyStore } from '../../src/keys/memory-key-store.js';
-import { silentLogger } from '../../src/logger.js';
-import { createMetrics } from '../../src/observability/metrics.js';
+import { silentLogger } from '../../src/observability/logger/logger.js';
+import { createMetrics } from '../../src/observability/metrics/metrics.js';
 import type { IpAllowlist } from '../../src/net/ip-allowlist.js';
 import type { CompiledPolicy } from '../../src/policy/compile.js';
 import { newRecord } from './key-store-contract.js';

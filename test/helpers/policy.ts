@@ -1,6 +1,6 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { loadPolicyOrThrow } from '../../src/config/load-policy.js';
+import { loadPolicyOrThrow } from '../../src/policy/load.js';
 import type { CompiledPolicy } from '../../src/policy/compile.js';
 import { tempDir } from './temp-dir.js';
 

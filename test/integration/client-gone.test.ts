@@ -1,11 +1,11 @@
 import http from 'node:http';
 import net from 'node:net';
-import { createApp } from '../../src/app.js';
+import { createApp } from '../../src/app/create-app.js';
 import { generateKey, hashKey, type ApiKeyRecord } from '../../src/keys/api-key.js';
 import { KeyResolver } from '../../src/keys/key-resolver.js';
 import { MemoryKeyStore } from '../../src/keys/memory-key-store.js';
-import { silentLogger } from '../../src/logger.js';
-import { createMetrics } from '../../src/observability/metrics.js';
+import { silentLogger } from '../../src/observability/logger/logger.js';
+import { createMetrics } from '../../src/observability/metrics/metrics.js';
 import { bearer, request } from '../helpers/http.js';
 import { newRecord } from '../helpers/key-store-contract.js';
 import { shippedPolicy } from '../helpers/policy.js';

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import http from 'node:http';
 import net from 'node:net';
-import { MAX_PIPELINED_REQUESTS } from '../../src/connection-answers.js';
+import { MAX_PIPELINED_REQUESTS } from '../../src/http/pipelining-and-drain.js';
 import { createKey, runCli, startServe, type ServeProcess } from '../helpers/cli.js';
 import { bearer, headerNames, request, type HttpResult } from '../helpers/http.js';
 import { STATEMENT_ID } from '../helpers/policy.js';

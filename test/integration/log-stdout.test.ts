@@ -11,7 +11,7 @@ import { waitFor } from '../helpers/wait.js';
  * bytes that leave the process: every line whole, in order, across block boundaries, with characters
  * of every UTF-8 length, a line larger than a block, and what was still buffered at exit.
  */
-const LOGGER = pathToFileURL(path.resolve('dist/logger.js')).href;
+const LOGGER = pathToFileURL(path.resolve('dist/observability/logger/logger.js')).href;
 
 type Exit = 'natural' | 'process.exit' | 'crash';
 

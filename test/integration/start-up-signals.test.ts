@@ -72,8 +72,8 @@ function spawnServe(env: Record<string, string>, { ownProcessGroup = false } = {
 describe('the logger and the start-up hold, in a process that signals itself', () => {
   /** Logs 20 lines (well under a block: all still buffered), then sends itself `signal`. */
   const child = (signal: string) => `
-const { createLogger } = await import(${JSON.stringify(dist('logger.js'))});
-const { holdSignalsDuringStartUp } = await import(${JSON.stringify(dist('signals.js'))});
+const { createLogger } = await import(${JSON.stringify(dist('observability/logger/logger.js'))});
+const { holdSignalsDuringStartUp } = await import(${JSON.stringify(dist('lifecycle/signals.js'))});
 const logger = createLogger('info');
 holdSignalsDuringStartUp().flushLogsWith(() => logger.flush());
 for (let i = 0; i < 20; i++) logger.info({ i }, 'starting');
@@ -98,7 +98,7 @@ describe('a signal that comes while start-up runs without a break', () => {
    * the signal was dropped with the hold's watch.
    */
   const child = (signal: string) => `
-const { holdSignalsDuringStartUp } = await import(${JSON.stringify(dist('signals.js'))});
+const { holdSignalsDuringStartUp } = await import(${JSON.stringify(dist('lifecycle/signals.js'))});
 const startUp = holdSignalsDuringStartUp();
 process.kill(process.pid, ${JSON.stringify(signal)});
 for (const started = Date.now(); Date.now() - started < 100; ); // start-up's work, without a break

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { parse } from 'yaml';
-import { createMetrics, createPrimaryMetrics } from '../../src/observability/metrics.js';
+import { createMetrics, createPrimaryMetrics } from '../../src/observability/metrics/metrics.js';
 
 /**
  * Docker cannot run here, so the examples are checked for what can be checked: they parse, and every

@@ -1,5 +1,5 @@
 import { AggregatorRegistry, Counter, Histogram, Registry } from 'prom-client';
-import { BatchedCounter, BatchedHistogram } from '../../../src/observability/batched-metrics.js';
+import { BatchedCounter, BatchedHistogram } from '../../../src/observability/metrics/batched-metrics.js';
 
 /**
  * The batched metrics must be indistinguishable from prom-client's own at /metrics: each test feeds

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { AggregatorRegistry, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { WorkerSums, type WorkerMetrics } from '../../../src/observability/worker-sums.js';
+import { WorkerSums, type WorkerMetrics } from '../../../src/observability/metrics/worker-sums.js';
 
 /** Questions are numbered in the order the primary asks them. */
 let questions = 0;

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { loadPolicyOrThrow, parsePolicy } from '../../../src/config/load-policy.js';
+import { loadPolicyOrThrow, parsePolicy } from '../../../src/policy/load.js';
 import { diffPolicies, routeTable } from '../../../src/policy/diff.js';
 
 const OLD = 'test/fixtures/policies/diff/old.yaml';

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { parsePolicy } from '../../../src/config/load-policy.js';
+import { parsePolicy } from '../../../src/policy/load.js';
 import { matchRoute, queryAllowed } from '../../../src/policy/match-route.js';
 import type { CompiledPolicy } from '../../../src/policy/compile.js';
 import { shippedPolicy, STATEMENT_ID } from '../../helpers/policy.js';

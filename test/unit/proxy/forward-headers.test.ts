@@ -358,7 +358,7 @@ describe('mapUpstreamStatus', () => {
     [500, 500], [501, 502], [502, 502], [503, 503], [504, 504], [599, 502],
     [99, 502], [100, 502], [101, 502], [199, 502], [600, 502], [999, 502],
   ])('upstream %i → %p', async (upstream, expected) => {
-    const { mapUpstreamStatus } = await import('../../../src/proxy/map-upstream-status.js');
+    const { mapUpstreamStatus } = await import('../../../src/errors/upstream-status.js');
     // The map without 401, as the schema's default is (the shipped policy lists 401: 502).
     expect(mapUpstreamStatus(upstream, new Map([[403, 404], [404, 404]]))).toBe(expected);
     // A map that a policy cannot hold (compile refuses it) changes nothing for a 401 either.

@@ -1,5 +1,5 @@
 import type { ClientRequest, IncomingMessage } from 'node:http';
-import { retriable, type InFlight } from '../../../src/proxy/upstream-proxy.js';
+import { retriable, type InFlight } from '../../../src/proxy/create-proxy.js';
 
 /**
  * When a failed upstream request may be sent again: only a GET or HEAD whose pooled connection failed

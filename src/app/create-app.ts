@@ -1,0 +1,48 @@
+import type http from 'node:http';
+import express, { type Express } from 'express';
+import { createErrorHandler } from './error-handler.js';
+import type { KeyResolver } from '../keys/key-resolver.js';
+import type { Logger } from '../observability/logger/logger.js';
+import type { IpAllowlist } from '../net/ip-allowlist.js';
+import type { GatewayMetrics } from '../observability/metrics/metrics.js';
+import { createRequestObserver } from './request-observer.js';
+import { createPipeline, inOrder } from './pipeline.js';
+import type { CompiledPolicy } from '../policy/compile.js';
+import { createUpstreamProxy } from '../proxy/create-proxy.js';
+import type { CollectYoung } from '../proxy/streamed-memory.js';
+import './request-context.js';
+
+export interface AppDeps {
+  /** The current policy; read once per request, so a later reload never changes a request mid-way. */
+  readonly policy: () => CompiledPolicy;
+  readonly resolver: KeyResolver;
+  readonly trustedProxies: IpAllowlist | null;
+  readonly upstream: { readonly url: string; readonly timeoutMs: number; readonly idleTimeoutMs: number; readonly agent: http.Agent; readonly collectYoung?: CollectYoung | undefined };
+  readonly logger: Logger;
+  readonly metrics: GatewayMetrics;
+  /** ACQUIRER_MAX_IN_FLIGHT (the dispatch step's default when absent). */
+  readonly acquirerMaxInFlight?: number | undefined;
+}
+
+/** Builds the public app. No I/O here: listening, Redis and the policy file belong to the caller. */
+export function createApp(deps: AppDeps): Express {
+  const app = express();
+  // A proxy uses none of these, and each would either cost time or answer for the upstream.
+  app.disable('x-powered-by');
+  app.disable('etag');
+  app.set('query parser', false);
+
+  const proxy = createUpstreamProxy({
+    target: deps.upstream.url,
+    timeoutMs: deps.upstream.timeoutMs,
+    idleTimeoutMs: deps.upstream.idleTimeoutMs,
+    agent: deps.upstream.agent,
+    logger: deps.logger,
+    collectYoung: deps.upstream.collectYoung,
+    onRetry: () => deps.metrics.upstreamRetries.inc(),
+    onUnaskedBytes: () => deps.metrics.upstreamUnaskedBytes.inc(),
+  });
+  app.use(inOrder([createRequestObserver(deps), ...createPipeline({ resolver: deps.resolver, trustedProxies: deps.trustedProxies, proxy, acquirerMaxInFlight: deps.acquirerMaxInFlight })]));
+  app.use(createErrorHandler(deps.logger));
+  return app;
+}

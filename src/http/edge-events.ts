@@ -1,0 +1,121 @@
+import { randomUUID } from 'node:crypto';
+import type http from 'node:http';
+import type { Socket } from 'node:net';
+import type { ConnectionAnswers } from './pipelining-and-drain.js';
+import { cutConnection, sendError, sendRawError } from '../errors/error-response.js';
+import type { Logger } from '../observability/logger/logger.js';
+import { peerText } from '../net/client-address.js';
+import { declaresBody } from '../net/request-body.js';
+import { methodLabel, UNMATCHED_ROUTE, type GatewayMetrics } from '../observability/metrics/metrics.js';
+import { loggedPath } from '../app/request-observer.js';
+
+type RequestHandler = (req: http.IncomingMessage, res: http.ServerResponse) => void;
+
+export interface HttpEdgeDeps {
+  /** Judges and answers a request (the Express app). */
+  readonly app: RequestHandler;
+  readonly answers: ConnectionAnswers;
+  readonly metrics: GatewayMetrics;
+  readonly logger: Logger;
+}
+
+/**
+ * What the HTTP server does before a request reaches the app: refuses what Node's parser could not
+ * read (400, 431), CONNECT and an unmet Expect, with the documented bodies, counted and logged like
+ * any other request; and hands every request to the app once it may be answered (its connection's
+ * earlier answers gone out, a declared body looked at).
+ */
+export function attachHttpEdge(server: http.Server, { app, answers, metrics, logger }: HttpEdgeDeps): void {
+  /**
+   * Requests refused before Express sees them are counted and logged like any other, with the access
+   * line's fields in its order: null for what was never known (no request parsed, no time taken),
+   * the client as the socket's peer.
+   */
+  const observeRefusal = (status: 400 | 431, code: 'BAD_REQUEST' | 'HEADERS_TOO_LARGE', requestId: string, socket: Socket, req?: http.IncomingMessage) => {
+    metrics.requests.inc({ route: UNMATCHED_ROUTE, method: methodLabel(req?.method), status: String(status) });
+    metrics.denials.inc({ reason: 'bad_request' });
+    logger.flat(
+      'info',
+      {
+        request_id: requestId,
+        method: req?.method ?? null,
+        path: req?.url === undefined ? null : loggedPath(req.url),
+        route: null,
+        status,
+        decision: 'bad_request',
+        code,
+        acquirer_id: null,
+        key_id: null,
+        client: peerText(socket),
+        duration_ms: null,
+        upstream_ms: null,
+        upstream_status: null,
+        completed: null,
+      },
+      'request',
+    );
+  };
+
+  // CONNECT is never a route; without a listener Node would drop the connection without a word.
+  server.on('connect', (req: http.IncomingMessage, socket: Socket) => {
+    const requestId = randomUUID();
+    observeRefusal(400, 'BAD_REQUEST', requestId, socket, req);
+    sendRawError(socket, 400, requestId);
+  });
+  server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
+    // A reset or timed-out socket has nobody to answer; anything else is a malformed request.
+    if (err.code === 'ECONNRESET' || err.code === 'ERR_HTTP_REQUEST_TIMEOUT') return void cutConnection(socket);
+    // Malformed bytes behind an answer still owed for an earlier request: written now, the error would
+    // go out in that answer's place (or inside its body). The connection is cut, unanswered, and a
+    // client that pipelines retries what was left (RFC 9112 §9.3.2).
+    if (answers.owesEarlierAnswer(socket as Socket)) return void cutConnection(socket);
+    const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
+    const requestId = randomUUID();
+    observeRefusal(status, status === 431 ? 'HEADERS_TOO_LARGE' : 'BAD_REQUEST', requestId, socket as Socket);
+    sendRawError(socket, status, requestId);
+  });
+
+  /**
+   * Runs `handle` once the request may be answered. A pipelined request waits until its answer has
+   * the connection: its head (its `Connection` among them) is then decided when it goes out, a drain
+   * included, and a proxied one holds a pooled upstream connection only while it can use it (one
+   * client could otherwise hold them all by pipelining downloads behind a slow one). A request that
+   * declares a body waits a turn of the loop: no route takes one, and the refusal says whether the
+   * connection stays open by whether the body has all arrived, which for a body in the same read as
+   * its head Node tells only after this event.
+   */
+  const whenAnswerable = (req: http.IncomingMessage, res: http.ServerResponse, handle: RequestHandler) => {
+    if (res.socket === null) return void res.once('socket', () => whenAnswerable(req, res, handle));
+    if (declaresBody(req.headers) && !req.complete) return void setImmediate(judgeUnlessRefused, req, res, handle);
+    handle(req, res);
+  };
+  // A body that turned out malformed meanwhile has had its 400 from the parser (clientError), which
+  // ended the connection: that was the request's answer, counted and logged once.
+  const judgeUnlessRefused = (req: http.IncomingMessage, res: http.ServerResponse, handle: RequestHandler) => {
+    if (!req.socket.writableEnded) handle(req, res);
+  };
+  // An Expect other than 100-continue: Node would answer an empty 417; nothing here takes a body anyway.
+  const refuseExpectation = (req: http.IncomingMessage, res: http.ServerResponse) => {
+    const requestId = randomUUID();
+    observeRefusal(400, 'BAD_REQUEST', requestId, req.socket, req);
+    sendError(res, 400, requestId);
+  };
+  server.on('checkExpectation', (req: http.IncomingMessage, res: http.ServerResponse) => {
+    if (answers.admit(req, res)) whenAnswerable(req, res, refuseExpectation);
+  });
+  // Expect: 100-continue: Node would send "100 Continue" at once, inviting the body of a request not
+  // yet judged (and that no route takes). Judged like any other, it gets its final answer instead,
+  // which RFC 9110 §10.1.1 allows: a refusal before the client sends what it was about to. One that
+  // declares no body gets its 100 still: it invites nothing, and without it Node closes the
+  // connection after the answer (the body might yet come), so a client that always asks reconnects.
+  server.on('checkContinue', (req: http.IncomingMessage, res: http.ServerResponse) => {
+    if (!declaresBody(req.headers)) res.writeContinue();
+    server.emit('request', req, res);
+  });
+  // The usual request (not pipelined, no body) is judged at once, without a closure.
+  server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
+    if (!answers.admit(req, res)) return;
+    if (res.socket === null || declaresBody(req.headers)) return void whenAnswerable(req, res, app);
+    app(req, res);
+  });
+}

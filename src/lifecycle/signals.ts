@@ -1,0 +1,91 @@
+import { constants } from 'node:os';
+import type { Logger } from '../observability/logger/logger.js';
+
+/** Signals that end a process by default, and that a running gateway answers with a drain. */
+const ENDING = ['SIGTERM', 'SIGINT'] as const;
+
+export interface StartUpSignals {
+  /** What to write before a signal ends the process: the logger's buffered lines, once there is a logger. */
+  flushLogsWith(flush: () => void): void;
+  /**
+   * Hands the signals over to the running gateway: `addRunningHandlers` adds its own handlers, and
+   * only then are the start-up handlers removed. In that order, because a signal already received but
+   * not yet handled goes to whichever handlers are there when the event loop next turns, and is
+   * dropped if there are none (Node closes a signal's watch with its last listener).
+   */
+  handOver(addRunningHandlers: () => void): { readonly reloadAsked: boolean };
+}
+
+/**
+ * From the start of `serve` (before its modules load: most of start-up) until the gateway has its own
+ * signal handlers. Node's defaults would end the process at once: on SIGTERM or SIGINT without the
+ * `exit` event, so log lines still buffered would be lost; and on SIGHUP, the policy-reload signal,
+ * so a reload sent to a gateway that was starting killed it.
+ *
+ * Here a SIGTERM or SIGINT writes the buffered lines and then ends the process by the same signal,
+ * as the default would have: whoever waits for the process (a supervisor, the cluster primary for a
+ * worker still starting) sees what it saw before. As PID 1 (a container's entry point) the kernel
+ * ignores a signal's default action, so there it exits with 128 + the signal's number, the status a
+ * shell and Docker report for a process killed by it. A SIGHUP is remembered, and `handOver` says so:
+ * the policy may have been read before the change it announces, so the caller reloads once running.
+ */
+export function holdSignalsDuringStartUp(): StartUpSignals {
+  let reloadAsked = false;
+  let flushLogs = () => {};
+  const onHup = () => {
+    reloadAsked = true;
+  };
+  const remove = () => {
+    for (const signal of ENDING) process.off(signal, end);
+    process.off('SIGHUP', onHup);
+  };
+  function end(signal: NodeJS.Signals) {
+    flushLogs();
+    if (process.pid === 1) process.exit(128 + constants.signals[signal]);
+    // With no listener left, Node restores the default action, and the signal ends the process.
+    remove();
+    process.kill(process.pid, signal);
+  }
+  for (const signal of ENDING) process.on(signal, end);
+  process.on('SIGHUP', onHup);
+  return {
+    flushLogsWith(flush) {
+      flushLogs = flush;
+    },
+    handOver(addRunningHandlers) {
+      addRunningHandlers();
+      remove();
+      return { reloadAsked };
+    },
+  };
+}
+
+export interface RunningSignalActions {
+  /** The first SIGTERM or SIGINT: drain and exit. */
+  stop(signal: NodeJS.Signals): void;
+  /** A second one while stopping, just before the process exits with 1 (the cluster primary kills its workers). */
+  stopNow?(): void;
+  /** SIGHUP: read the policy file again. */
+  reload(): void;
+}
+
+/**
+ * The signals of a running gateway (one process, the cluster primary, the quickstart): SIGTERM or
+ * SIGINT drains, a second one exits at once (an operator who pressed Ctrl-C twice means it), and
+ * SIGHUP reloads the policy. A cluster worker has its own: the primary decides for it.
+ */
+export function handleRunningSignals(logger: Logger, actions: RunningSignalActions): void {
+  let stopping = false;
+  const onEnding = (signal: NodeJS.Signals) => {
+    if (stopping) {
+      logger.warn({ signal }, 'second signal: exiting now');
+      actions.stopNow?.();
+      process.exit(1);
+    }
+    stopping = true;
+    logger.info({ signal }, 'signal received');
+    actions.stop(signal);
+  };
+  for (const signal of ENDING) process.on(signal, onEnding);
+  process.on('SIGHUP', () => actions.reload());
+}

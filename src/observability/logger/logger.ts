@@ -1,0 +1,285 @@
+import { fstatSync } from 'node:fs';
+import { pino, stdSerializers, type Logger as PinoLogger } from 'pino';
+import { LogWriter, PIPE_BUF } from './log-writer.js';
+import { redactSecrets } from '../../secrets/redact.js';
+
+/** A record of one level: strings, numbers, booleans and nulls only, so it serialises in one step. */
+export type FlatRecord = Readonly<Record<string, string | number | boolean | null | undefined>>;
+
+export interface Logger extends Pick<PinoLogger, 'info' | 'warn' | 'error' | 'debug' | 'fatal' | 'flush'> {
+  /**
+   * The same line `info(record, msg)` or `warn(record, msg)` writes (same fields, same order, same
+   * redaction), serialised in one pass over a record of one level (flatFields) instead of pino's
+   * field-by-field walk and the scrub's: for the access log, a line per request, where those walks
+   * were the gateway's largest own cost. A function of its own: it may be taken off the logger.
+   */
+  readonly flat: (level: 'info' | 'warn', record: FlatRecord, msg: string) => void;
+}
+
+/** Fields that could carry a secret whatever its shape, in any case: replaced whole, at any depth. */
+// Tested, not lower-cased: that made a string per field and line. `u` folds as toLowerCase did (K, the Kelvin sign).
+const SECRET_FIELD = /^(?:authorization|key)$/iu;
+const CENSORED = '[redacted]';
+
+/** Objects nested deeper than this are not walked (a cycle would never end), and so not written either. */
+const MAX_SCRUB_DEPTH = 8;
+const TOO_DEEP = '[redacted: nested too deep]';
+
+/**
+ * Every string in a log record, with anything shaped like a key replaced, and every secret field
+ * censored. A record with nothing to replace (nearly every one) comes back as the same object: one
+ * walk and no copy per log line.
+ */
+function scrub(value: unknown, depth = 0): unknown {
+  if (typeof value === 'string') return redactSecrets(value);
+  if (value === null || typeof value !== 'object') return value;
+  if (depth > MAX_SCRUB_DEPTH) return TOO_DEEP;
+  // Bytes are never written, only counted: a parse error's `rawPacket` holds what the upstream sent
+  // (statement rows), and walked field by field it is one JSON field per byte, out of sight of the
+  // key redaction.
+  if (ArrayBuffer.isView(value)) return `[${value.byteLength} bytes]`;
+  if (value instanceof ArrayBuffer) return `[${value.byteLength} bytes]`;
+  // One under `err` was serialized already (pino's serializers run first); one anywhere else is here.
+  if (value instanceof Error) return redactError(value, depth);
+  if (Array.isArray(value)) {
+    const items = value.map((v) => scrub(v, depth + 1));
+    return items.some((v, i) => v !== value[i]) ? items : value;
+  }
+  // Anything but a plain object is rebuilt from its own fields, as before: kept as it is, a toJSON
+  // (a URL's, with its password) would decide what reaches the log.
+  const proto = Object.getPrototypeOf(value);
+  let out: Record<string, unknown> | undefined = proto === Object.prototype || proto === null ? undefined : {};
+  for (const k in value) {
+    if (!Object.hasOwn(value, k)) continue;
+    const v = (value as Record<string, unknown>)[k];
+    const clean = SECRET_FIELD.test(k) && v !== undefined && v !== null ? CENSORED : k === 'command' ? redisCommand(v, depth) : scrub(v, depth + 1);
+    if (clean !== v) out ??= { ...value };
+    if (out !== undefined) out[k] = clean;
+  }
+  return out ?? value;
+}
+
+/** Errors in full (message, stack, cause, aggregated errors, any own field), every string redacted. */
+function redactError(err: Error, depth = 0): unknown {
+  if (!(err instanceof Error)) return scrub(err, depth);
+  let serialized: unknown;
+  try {
+    serialized = stdSerializers.err(err);
+  } catch {
+    // pino's serializer follows `errors` without minding cycles: an AggregateError that holds itself
+    // (or an ancestor) overflows the stack, and the log call would throw into whoever logged.
+    serialized = { type: err.constructor?.name ?? 'Error', message: String(err.message), stack: String(err.stack), errors: '[redacted: refers to itself]' };
+  }
+  return scrub(serialized, depth);
+}
+
+/**
+ * A failed Redis command, as ioredis attaches it to its errors (`command: { name, args }`), at any
+ * depth (an error's cause, an error held by another): its name only. Its arguments can hold an AUTH
+ * password or a key's record.
+ */
+function redisCommand(value: unknown, depth: number): unknown {
+  if (value !== null && typeof value === 'object' && 'args' in value) return { name: scrub((value as { name?: unknown }).name, depth + 1) };
+  return scrub(value, depth + 1);
+}
+
+/** A string as JSON: quoted as it is when it holds nothing JSON escapes (request ids, route ids, paths). */
+function jsonString(text: string): string {
+  return NEEDS_ESCAPING.test(text) ? JSON.stringify(text) : `"${text}"`;
+}
+/**
+ * What JSON escapes, and anything beyond ASCII (left to JSON.stringify). One regular expression, not a
+ * loop over the characters: the loop's loads of `length` and `charCodeAt`, on strings of every kind V8
+ * has (flat, joined, sliced), went through its generic property load, about 30k instructions a request
+ * (bench/RESULTS.md, sixteenth session).
+ */
+const NEEDS_ESCAPING = /[\u0000-\u001f"\\\u007f-\uffff]/;
+
+/** The digits after the point of 0 to 999 thousandths, as JavaScript prints them: trailing zeros dropped. */
+const THOUSANDTHS = Array.from({ length: 1000 }, (_, i) => String(i).padStart(3, '0').replace(/0+$/, ''));
+const THOUSANDTHS_LIMIT = 2 ** 31;
+
+/**
+ * A number as JSON writes it. A whole number of thousandths (the access line's milliseconds) is
+ * written from its integer parts: V8's shortest-form printing of a fraction cost as much as the rest
+ * of the line's numbers together. Exact, not an approximation: two numbers of at most three decimals
+ * under 2^31 thousandths are further apart than any two doubles there, so the shortest text that
+ * reads back as `k / 1000` is the decimal itself.
+ */
+function jsonNumber(value: number): string {
+  if (Number.isInteger(value) || !Number.isFinite(value)) return Number.isFinite(value) ? String(value) : 'null';
+  const thousandths = Math.round(value * 1000);
+  if (thousandths / 1000 !== value || Math.abs(thousandths) >= THOUSANDTHS_LIMIT) return String(value);
+  const size = Math.abs(thousandths);
+  return `${thousandths < 0 ? '-' : ''}${Math.floor(size / 1000)}.${THOUSANDTHS[size % 1000]!}`;
+}
+
+/** A flat record's field name, quoted for JSON and checked against SECRET_FIELD once, not on every line. */
+type FieldName = { readonly quoted: string; readonly secret: boolean };
+const fieldNames = new Map<string, FieldName>();
+function fieldName(name: string): FieldName {
+  let known = fieldNames.get(name);
+  if (known === undefined) {
+    known = { quoted: `${JSON.stringify(name)}:`, secret: SECRET_FIELD.test(name) };
+    // Names come from the code, a dozen of them; the bound only guards against a caller that made them up.
+    if (fieldNames.size < 256) fieldNames.set(name, known);
+  }
+  return known;
+}
+
+/**
+ * A flat record as the fields of a JSON object (no braces): exactly what `JSON.stringify(scrub(record))`
+ * writes, in one pass over the fields. Every string is redacted like any other; secret fields are
+ * censored; a number that JSON cannot hold is null. `record` is a plain object literal.
+ */
+function flatFields(record: FlatRecord): string {
+  let text = '';
+  for (const name in record) {
+    const value = record[name];
+    if (value === undefined) continue;
+    const field = fieldName(name);
+    let json: string;
+    if (value === null) json = 'null';
+    else if (field.secret) json = `"${CENSORED}"`;
+    else if (typeof value === 'string') json = jsonString(redactSecrets(value));
+    else if (typeof value === 'number') json = jsonNumber(value);
+    else json = value ? 'true' : 'false';
+    text += text === '' ? field.quoted + json : `,${field.quoted}${json}`;
+  }
+  return text;
+}
+
+/** How long a log line may wait in the buffer when traffic is too light to fill it. */
+const FLUSH_INTERVAL_MS = 200;
+/**
+ * Lines are written in blocks of at most this many bytes, one system call each. A process alone on its
+ * stdout writes 64 KiB at a time (the size of a Linux pipe's buffer): a block of 4 KiB cost 0.5 µs
+ * more per line written to a pipe (bench/RESULTS.md, sixteenth session). With WORKERS above 1 the
+ * processes share stdout, and so does stderr when it is the same file: then a block is at most
+ * PIPE_BUF, which a pipe takes atomically.
+ */
+const SOLE_WRITER_BLOCK_BYTES = 64 * 1024;
+/** UTF-8 takes at most this many bytes for one UTF-16 unit of a string. */
+const MAX_UTF8_PER_UNIT = 3;
+
+const STDOUT = 1;
+/** At exit, how long a non-blocking stdout's reader may take nothing before the rest is given up. */
+const EXIT_WRITE_PATIENCE_MS = 5000;
+
+/** Where log lines go: a stream, or anything with its `write` (and a `flush`, which pino's calls). */
+type LineSink = { write(text: string): unknown; flush?(done: (err?: Error) => void): void };
+
+/**
+ * Standard output, in blocks: each line is encoded once, into a block of at most `blockBytes`,
+ * and a full block is written with one system call (a write per line cost more than building the
+ * line; gathered as strings and joined, the lines were copied three more times). The block is
+ * written every 200 ms when traffic is too light to fill it, at exit, and on `flush()` (a process
+ * about to end by a signal: signals.ts). A SIGKILL can lose what is still buffered: at most
+ * 200 ms of lines.
+ */
+function bufferedStdout(blockBytes: number, shared: boolean): LineSink {
+  const writer = new LogWriter(STDOUT);
+  // Written synchronously, or copied by the writer when refused: one block serves for ever.
+  const block = Buffer.allocUnsafeSlow(blockBytes);
+  let used = 0;
+  const writeBlock = () => {
+    if (used === 0) return void writer.retry();
+    writer.write(block.subarray(0, used));
+    used = 0;
+  };
+  /** Everything buffered, now, waiting for a non-blocking stdout's reader as at exit: for a process about to end. */
+  const writeAll = () => {
+    writer.writeAtExit(used > 0 ? block.subarray(0, used) : undefined, EXIT_WRITE_PATIENCE_MS);
+    used = 0;
+  };
+  setInterval(writeBlock, FLUSH_INTERVAL_MS).unref();
+  process.once('exit', writeAll);
+  return {
+    flush(done) {
+      writeAll();
+      done();
+    },
+    write(line: string) {
+      // The worst case first: counting the bytes exactly is only needed near the end of the block.
+      if (used + line.length * MAX_UTF8_PER_UNIT > blockBytes) {
+        const bytes = Buffer.byteLength(line);
+        // A line is never split between two blocks.
+        if (used + bytes > blockBytes) writeBlock();
+        if (bytes > blockBytes) {
+          // A line longer than a block (a long stack), on its own. On a shared stdout it cannot be
+          // written atomically: it goes out whole before anything else of this process's (its stderr
+          // when that is the same pipe), waiting for the reader if it must.
+          if (shared) writer.writeWhole(Buffer.from(line));
+          else writer.write(Buffer.from(line));
+          return true;
+        }
+      }
+      used += block.write(line, used);
+      return true;
+    },
+  };
+}
+
+/**
+ * Whether stdout and stderr are one file (`2>&1`, a supervisor's single pipe). Then the process
+ * shares stdout after all: a larger block that a non-blocking pipe takes in part can have Node's
+ * own stderr (a warning, a crash's stack) written into the middle of a line.
+ */
+function stdoutIsStderr(): boolean {
+  try {
+    const [out, err] = [fstatSync(1), fstatSync(2)];
+    return out.dev === err.dev && out.ino === err.ino;
+  } catch {
+    return true; // either closed or unknown: the small, safe block
+  }
+}
+
+/** pino's numbers for the levels `flat` writes. */
+const LEVEL_VALUES = { info: 30, warn: 40 } as const;
+
+/**
+ * JSON lines on stdout. Secrets are removed three ways: known fields by name, every string field
+ * (error messages and stacks included) by pattern, and the message itself by pattern, so a key pasted
+ * into a URL or echoed by a library error never reaches a log. `sharedStdout`: other processes write
+ * to the same stdout (WORKERS above 1), so blocks stay within PIPE_BUF and lines never mix.
+ */
+export function createLogger(level = 'info', destination: LineSink | undefined = undefined, fields: Record<string, unknown> = {}, { sharedStdout = false } = {}): Logger {
+  const base = { service: 'acquirer-gateway', ...fields };
+  const shared = sharedStdout || stdoutIsStderr();
+  const sink = destination ?? bufferedStdout(shared ? PIPE_BUF : SOLE_WRITER_BLOCK_BYTES, shared);
+  const options = {
+    level,
+    base,
+    serializers: { err: redactError },
+    formatters: { log: (record: Record<string, unknown>) => scrub(record) as Record<string, unknown> },
+    hooks: {
+      logMethod(this: PinoLogger, args: Parameters<PinoLogger['info']>, method: (...a: unknown[]) => void) {
+        method.apply(this, args.map((a) => (typeof a === 'string' ? redactSecrets(a) : a)));
+      },
+    },
+  };
+  const logger = pino(options, sink as Parameters<typeof pino>[1]);
+  // pino's own order: level, time, the base fields, the record's, msg.
+  const baseFields = JSON.stringify(scrub(base)).slice(1, -1);
+  const afterTime = baseFields === '' ? '' : `,${baseFields}`;
+  // Asked once per level, not per line: pino's logger is a hash-table object to V8, and each look at
+  // it went through V8's generic property loads. Asked again whenever its level changes.
+  const enabled = { info: false, warn: false };
+  const readLevel = () => {
+    enabled.info = logger.isLevelEnabled('info');
+    enabled.warn = logger.isLevelEnabled('warn');
+  };
+  readLevel();
+  logger.on('level-change', readLevel);
+  const flat = (lineLevel: 'info' | 'warn', record: FlatRecord, msg: string): void => {
+    if (!enabled[lineLevel]) return;
+    const fieldsText = flatFields(record);
+    sink.write(
+      `{"level":${LEVEL_VALUES[lineLevel]},"time":${Date.now()}${afterTime}${fieldsText === '' ? '' : `,${fieldsText}`},"msg":${jsonString(redactSecrets(msg))}}\n`,
+    );
+  };
+  return Object.assign(logger, { flat });
+}
+
+/** For tests and tools that must stay quiet. */
+export const silentLogger: Logger = createLogger('silent', { write: () => true });

@@ -1,0 +1,177 @@
+import { collectDefaultMetrics, Counter, Gauge, Registry, type MetricObjectWithValues, type MetricValue } from 'prom-client';
+import { UPSTREAM_ERROR_KINDS } from '../../errors/upstream-errors.js';
+import { BatchedCounter, BatchedHistogram } from './batched-metrics.js';
+
+/**
+ * Every metric the gateway exports, on one registry per gateway instance. Label values are closed
+ * sets (route ids from the policy, a fixed list of reasons and kinds, statuses, known methods):
+ * never a raw path, a key, a key id or a client address, so cardinality stays bounded whatever
+ * clients send. Those counted on every request are batched (./batched-metrics.ts): plain numbers,
+ * handed to prom-client when it is scraped.
+ */
+export interface GatewayMetrics {
+  readonly registry: Registry;
+  readonly requests: BatchedCounter<'route' | 'method' | 'status'>;
+  readonly requestDuration: BatchedHistogram<'route'>;
+  readonly denials: BatchedCounter<'reason'>;
+  readonly keyResolutions: BatchedCounter<'layer' | 'result'>;
+  readonly upstreamDuration: BatchedHistogram<'route'>;
+  readonly upstreamErrors: BatchedCounter<'kind'>;
+  readonly upstreamRetries: Counter;
+  readonly upstreamUnaskedBytes: Counter;
+  readonly connectionsDropped: Counter;
+  readonly upstreamStatusMapped: BatchedCounter<'route' | 'upstream_status' | 'status'>;
+  readonly policyInfo: Gauge<'hash'>;
+  readonly policyReloads: Counter<'result'>;
+  readonly keyStoreUp: Gauge;
+}
+
+/** Resolves sub-millisecond gateway overhead as well as multi-minute downloads. */
+export const DURATION_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
+
+/** Route label for requests no route matched (unknown, non-canonical, refused before routing). */
+export const UNMATCHED_ROUTE = 'unmatched';
+
+const KNOWN_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
+
+/** Method label: a client may send any token as a method; anything unusual shares one value. */
+export function methodLabel(method: string | undefined): string {
+  return method !== undefined && KNOWN_METHODS.has(method) ? method : 'OTHER';
+}
+
+/** The results a policy reload counts. */
+const RELOAD_RESULTS = ['success', 'failure', 'unchanged'] as const;
+
+const PREFIX = 'acquirer_gateway_';
+
+/** Counted by whoever reads the policy file: the one process, or with WORKERS the primary. */
+function policyReloadsCounter(registers: Registry[]): Counter<'result'> {
+  const counter = new Counter({
+    name: `${PREFIX}policy_reloads_total`,
+    help: 'Policy reload attempts by result (success, failure, unchanged).',
+    labelNames: ['result'],
+    registers,
+  });
+  for (const result of RELOAD_RESULTS) counter.inc({ result }, 0);
+  return counter;
+}
+
+/**
+ * The series the shipped alerts (examples/alerts.yml) watch with `rate` or `increase` exist at 0 from
+ * the start: Prometheus sees nothing of a series' first increment when the series appears with it
+ * (the first failed reload of a process would raise no alert).
+ */
+export function createMetrics(): GatewayMetrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: PREFIX });
+  const registers = [registry];
+  return {
+    registry,
+    requests: new BatchedCounter({
+      name: `${PREFIX}requests_total`,
+      help: 'Requests answered, by policy route id (or "unmatched"), method and status.',
+      labelNames: ['route', 'method', 'status'],
+      registers,
+    }),
+    requestDuration: new BatchedHistogram({
+      name: `${PREFIX}request_duration_seconds`,
+      help: 'Time from request to the end of the response, by route.',
+      labelNames: ['route'],
+      buckets: DURATION_BUCKETS,
+      registers,
+    }),
+    denials: new BatchedCounter({
+      name: `${PREFIX}denials_total`,
+      help: 'Requests refused by the gateway, by reason.',
+      labelNames: ['reason'],
+      registers,
+    }),
+    keyResolutions: new BatchedCounter({
+      name: `${PREFIX}key_resolutions_total`,
+      help: 'API key lookups by layer (memory, redis) and result (hit, negative_hit, coalesced, miss, error).',
+      labelNames: ['layer', 'result'],
+      registers,
+    }),
+    upstreamDuration: new BatchedHistogram({
+      name: `${PREFIX}upstream_duration_seconds`,
+      help: 'Time until the upstream answered with response headers, by route.',
+      labelNames: ['route'],
+      buckets: DURATION_BUCKETS,
+      registers,
+    }),
+    upstreamErrors: new BatchedCounter({
+      name: `${PREFIX}upstream_errors_total`,
+      help: 'Upstream requests that failed, by kind (refused, reset, timeout, unresolvable, protocol, stalled, other).',
+      labelNames: ['kind'],
+      registers,
+      zeroes: UPSTREAM_ERROR_KINDS.map((kind) => ({ kind })),
+    }),
+    upstreamRetries: new Counter({
+      name: `${PREFIX}upstream_retries_total`,
+      help: 'GET/HEAD requests sent a second time because a pooled upstream connection failed before any answer.',
+      registers,
+    }),
+    upstreamUnaskedBytes: new Counter({
+      name: `${PREFIX}upstream_unasked_bytes_total`,
+      help: 'Idle upstream connections closed because the upstream sent bytes on them: an answer to no request (a second answer to one request?).',
+      registers,
+    }),
+    connectionsDropped: new Counter({
+      name: `${PREFIX}connections_dropped_total`,
+      help: 'Client connections closed as they were accepted, because MAX_CONNECTIONS were open.',
+      registers,
+    }),
+    upstreamStatusMapped: new BatchedCounter({
+      name: `${PREFIX}upstream_status_mapped_total`,
+      help: 'Upstream error statuses replaced by a gateway error, by route, upstream status and status sent.',
+      labelNames: ['route', 'upstream_status', 'status'],
+      registers,
+    }),
+    policyInfo: new Gauge({
+      name: `${PREFIX}policy_info`,
+      help: 'The loaded policy, by the SHA-256 of its file; always 1.',
+      labelNames: ['hash'],
+      registers,
+      // Several workers (WORKERS): each reports the same policy; the primary shows it once.
+      aggregator: 'max',
+    }),
+    // A worker's stays at 0: the primary reads the file and counts (createPrimaryMetrics).
+    policyReloads: policyReloadsCounter(registers),
+    keyStoreUp: new Gauge({
+      name: `${PREFIX}key_store_up`,
+      help: '1 while Redis answers and key change notices are subscribed, else 0.',
+      registers,
+      // Several workers: up only if every one is.
+      aggregator: 'min',
+    }),
+  };
+}
+
+/** The primary's own process metrics, beside the workers' combined `acquirer_gateway_process_*`. */
+const PRIMARY_PREFIX = `${PREFIX}primary_`;
+
+export interface PrimaryMetrics {
+  /** The primary reads the policy file: its reloads are counted once, not once per worker. */
+  readonly policyReloads: Counter<'result'>;
+  /** Its metrics in prom-client's JSON shape, for the primary to add to the workers'. */
+  collect(): Promise<MetricObjectWithValues<MetricValue<string>>[]>;
+}
+
+/**
+ * With WORKERS above 1: the primary's policy reloads, and its own CPU, memory and descriptors (it
+ * accepts every connection and hands it to a worker, so under load its CPU is worth watching on its
+ * own). Its Node.js metrics are left out.
+ */
+export function createPrimaryMetrics(): PrimaryMetrics {
+  const processRegistry = new Registry();
+  collectDefaultMetrics({ register: processRegistry, prefix: PRIMARY_PREFIX });
+  const policyRegistry = new Registry();
+  const policyReloads = policyReloadsCounter([policyRegistry]);
+  return {
+    policyReloads,
+    collect: async () => [
+      ...(await processRegistry.getMetricsAsJSON()).filter((m) => m.name.startsWith(`${PRIMARY_PREFIX}process_`)),
+      ...(await policyRegistry.getMetricsAsJSON()),
+    ],
+  };
+}
