@@ -14,8 +14,9 @@ import { lineThrottle } from './observability/line-throttle.js';
 import { createMetrics, type GatewayMetrics } from './observability/metrics/metrics.js';
 import type { CompiledPolicy } from './policy/compile.js';
 import { MAX_HEADER_COUNT } from './plugins/request-guard/index.js';
-import { COLLECT_EVERY_BYTES, youngCollector } from './proxy/streamed-memory.js';
-import { createUpstreamAgent } from './proxy/create-proxy.js';
+import { youngCollector } from './node-internals/young-collection.js';
+import { COLLECT_EVERY_BYTES } from './proxy/streamed-memory.js';
+import { createUpstreamProxy } from './proxy/create-proxy.js';
 
 /** Node's default is 30 s: HEADERS_TIMEOUT_MS and REQUEST_TIMEOUT_MS are enforced within this of their deadline. */
 const CONNECTIONS_CHECKING_INTERVAL_MS = 1_000;
@@ -113,13 +114,22 @@ export async function startGateway(config: Config, { logger, policy: initialPoli
     onStoreHealth: (healthy) => metrics.keyStoreUp.set(healthy ? 1 : 0),
   });
   metrics.keyStoreUp.set(resolver.storeAvailable ? 1 : 0);
-  const agent = createUpstreamAgent(config.upstreamUrl, config.upstreamMaxSockets);
   const collectYoung = youngCollector();
+  const proxy = createUpstreamProxy({
+    target: config.upstreamUrl,
+    timeoutMs: config.upstreamTimeoutMs,
+    idleTimeoutMs: config.streamIdleTimeoutMs,
+    maxSockets: config.upstreamMaxSockets,
+    logger,
+    collectYoung,
+    onRetry: () => metrics.upstreamRetries.inc(),
+    onUnaskedBytes: () => metrics.upstreamUnaskedBytes.inc(),
+  });
   const app = createApp({
     policy: () => policy,
     resolver,
     trustedProxies: config.trustedProxyList,
-    upstream: { url: config.upstreamUrl, timeoutMs: config.upstreamTimeoutMs, idleTimeoutMs: config.streamIdleTimeoutMs, agent, collectYoung },
+    proxy,
     logger,
     metrics,
     acquirerMaxInFlight: config.acquirerMaxInFlight,
@@ -235,7 +245,7 @@ export async function startGateway(config: Config, { logger, policy: initialPoli
         }
         clearTimeout(deadline);
         resolver.close();
-        agent.destroy();
+        proxy.close();
         if (keyStore === undefined) await store.close();
         if (admin !== null) {
           admin.closeAllConnections();

@@ -1,4 +1,3 @@
-import type http from 'node:http';
 import express, { type Express } from 'express';
 import { createErrorHandler } from './error-handler.js';
 import type { KeyResolver } from '../keys/key-resolver.js';
@@ -8,8 +7,7 @@ import type { GatewayMetrics } from '../observability/metrics/metrics.js';
 import { createRequestObserver } from './request-observer.js';
 import { createPipeline, inOrder } from './pipeline.js';
 import type { CompiledPolicy } from '../policy/compile.js';
-import { createUpstreamProxy } from '../proxy/create-proxy.js';
-import type { CollectYoung } from '../proxy/streamed-memory.js';
+import type { UpstreamProxy } from '../proxy/create-proxy.js';
 import './request-context.js';
 
 export interface AppDeps {
@@ -17,7 +15,8 @@ export interface AppDeps {
   readonly policy: () => CompiledPolicy;
   readonly resolver: KeyResolver;
   readonly trustedProxies: IpAllowlist | null;
-  readonly upstream: { readonly url: string; readonly timeoutMs: number; readonly idleTimeoutMs: number; readonly agent: http.Agent; readonly collectYoung?: CollectYoung | undefined };
+  /** The way upstream (createUpstreamProxy); its pool is the caller's to close. */
+  readonly proxy: UpstreamProxy;
   readonly logger: Logger;
   readonly metrics: GatewayMetrics;
   /** ACQUIRER_MAX_IN_FLIGHT (the dispatch step's default when absent). */
@@ -32,17 +31,8 @@ export function createApp(deps: AppDeps): Express {
   app.disable('etag');
   app.set('query parser', false);
 
-  const proxy = createUpstreamProxy({
-    target: deps.upstream.url,
-    timeoutMs: deps.upstream.timeoutMs,
-    idleTimeoutMs: deps.upstream.idleTimeoutMs,
-    agent: deps.upstream.agent,
-    logger: deps.logger,
-    collectYoung: deps.upstream.collectYoung,
-    onRetry: () => deps.metrics.upstreamRetries.inc(),
-    onUnaskedBytes: () => deps.metrics.upstreamUnaskedBytes.inc(),
-  });
-  app.use(inOrder([createRequestObserver(deps), ...createPipeline({ resolver: deps.resolver, trustedProxies: deps.trustedProxies, proxy, acquirerMaxInFlight: deps.acquirerMaxInFlight })]));
+  const steps = createPipeline({ resolver: deps.resolver, trustedProxies: deps.trustedProxies, proxy: deps.proxy.forward, acquirerMaxInFlight: deps.acquirerMaxInFlight });
+  app.use(inOrder([createRequestObserver(deps), ...steps]));
   app.use(createErrorHandler(deps.logger));
   return app;
 }

@@ -23,7 +23,7 @@ declare global {
       /** Set when the request was refused or failed; for logs and metrics. */
       errorCode?: ErrorCode;
       /** The upstream exchange in progress, once the request is forwarded. */
-      upstream?: import('../proxy/create-proxy.js').InFlight;
+      upstream?: import('../proxy/exchange.js').Exchange;
       /** Set when the upstream's status was replaced by a gateway error. */
       upstreamStatus?: number;
     }

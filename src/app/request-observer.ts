@@ -7,7 +7,8 @@ import type { IpAddress, IpAllowlist } from '../net/ip-allowlist.js';
 import type { CompiledPolicy } from '../policy/compile.js';
 import { holdsKey, redactKeysAndBodies } from '../secrets/redact.js';
 import { createRequestLocals } from './request-context.js';
-import { methodLabel, UNMATCHED_ROUTE, type GatewayMetrics } from '../observability/metrics/metrics.js';
+import { methodLabel, UNMATCHED_ROUTE } from '../observability/metrics/labels.js';
+import type { GatewayMetrics } from '../observability/metrics/metrics.js';
 
 /**
  * The request-target as an access line shows it: cut at 512 characters, and a key's random part on

@@ -1,4 +1,5 @@
-import { CONFIG_FIELDS, ConfigError, DEFAULT_POLICY_FILE, readSetting } from '../config/env.js';
+import { DEFAULT_POLICY_FILE } from '../config/defaults.js';
+import { CONFIG_FIELDS, ConfigError, readSetting } from '../config/env.js';
 import { formatPolicyError, loadPolicy } from '../policy/load.js';
 import type { CompiledPolicy } from '../policy/compile.js';
 import { diffPolicies, routeTable } from '../policy/diff.js';

@@ -3,24 +3,29 @@ import { availableParallelism } from 'node:os';
 import { z } from 'zod';
 import { compileAllowlist, familyCoveredWhole, parseCidr, type IpAllowlist } from '../net/ip-allowlist.js';
 import {
+  DEFAULT_ADMIN_HOST,
+  DEFAULT_ADMIN_PORT,
+  DEFAULT_HEADERS_TIMEOUT_MS,
+  DEFAULT_HOST,
+  DEFAULT_KEEP_ALIVE_TIMEOUT_MS,
   DEFAULT_KEY_CACHE_MAX_ENTRIES,
   DEFAULT_KEY_CACHE_TTL_MS,
+  DEFAULT_MAX_CONNECTIONS,
   DEFAULT_NEGATIVE_CACHE_TTL_MS,
   DEFAULT_OUTAGE_GRACE_MS,
-} from '../keys/key-resolver.js';
-import { DEFAULT_REDIS_COMMAND_TIMEOUT_MS, DEFAULT_REDIS_KEY_PREFIX } from '../keys/redis-key-store.js';
-
-export const DEFAULT_PORT = 8080;
-export const DEFAULT_HOST = '::';
-export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
-export const DEFAULT_POLICY_FILE = 'policies/acquirer-api.yaml';
-export const DEFAULT_UPSTREAM_TIMEOUT_MS = 30_000;
-export const DEFAULT_UPSTREAM_MAX_SOCKETS = 256;
-/** ACQUIRER_MAX_IN_FLIGHT's `half`: one acquirer leaves the others (at least) half the upstream pool. */
-export const halfOfPool = (upstreamMaxSockets: number): number => Math.ceil(upstreamMaxSockets / 2);
-export const DEFAULT_ADMIN_PORT = 9090;
-export const DEFAULT_ADMIN_HOST = '127.0.0.1';
-export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 30_000;
+  DEFAULT_POLICY_FILE,
+  DEFAULT_PORT,
+  DEFAULT_REDIS_COMMAND_TIMEOUT_MS,
+  DEFAULT_REDIS_KEY_PREFIX,
+  DEFAULT_REDIS_URL,
+  DEFAULT_REQUEST_TIMEOUT_MS,
+  DEFAULT_SHUTDOWN_TIMEOUT_MS,
+  DEFAULT_STREAM_IDLE_TIMEOUT_MS,
+  DEFAULT_UPSTREAM_MAX_SOCKETS,
+  DEFAULT_UPSTREAM_TIMEOUT_MS,
+  DEFAULT_WORKER_UNRESPONSIVE_MS,
+  halfOfPool,
+} from './defaults.js';
 
 const integer = (min: number, max: number) =>
   z
@@ -112,7 +117,7 @@ export const CONFIG_FIELDS = {
   policyWatch: field({ env: 'POLICY_WATCH', default: 'true', description: 'Reload the policy when its file changes (SIGHUP always reloads).', schema: z.enum(['true', 'false'], 'must be true or false').transform((v) => v === 'true') }),
   trustedProxies: field({ env: 'TRUSTED_PROXIES', default: '', description: 'Comma-separated IPs/CIDRs whose `X-Forwarded-For` is believed.', schema: cidrList }),
   upstreamTimeoutMs: field({ env: 'UPSTREAM_TIMEOUT_MS', default: String(DEFAULT_UPSTREAM_TIMEOUT_MS), description: 'Time allowed for the upstream to start answering (response headers); then 504.', schema: integer(1, 3_600_000) }),
-  streamIdleTimeoutMs: field({ env: 'STREAM_IDLE_TIMEOUT_MS', default: '60000', description: 'Once an answer is streaming to the client: no byte passing for this long (a client that stopped reading, an upstream that stopped sending) cuts both connections.', schema: integer(1000, 3_600_000) }),
+  streamIdleTimeoutMs: field({ env: 'STREAM_IDLE_TIMEOUT_MS', default: String(DEFAULT_STREAM_IDLE_TIMEOUT_MS), description: 'Once an answer is streaming to the client: no byte passing for this long (a client that stopped reading, an upstream that stopped sending) cuts both connections.', schema: integer(1000, 3_600_000) }),
   upstreamMaxSockets: field({ env: 'UPSTREAM_MAX_SOCKETS', default: String(DEFAULT_UPSTREAM_MAX_SOCKETS), description: 'Keep-alive connections to the upstream, at most. A request waits for one while all are busy, within UPSTREAM_TIMEOUT_MS (then 504, counted as kind="pool_exhausted").', schema: integer(1, 65535) }),
   acquirerMaxInFlight: field({ env: 'ACQUIRER_MAX_IN_FLIGHT', default: 'half', description: 'Requests of one acquirer being proxied at once, at most (each process); one more is answered 429 with Retry-After: 1. `half`: half of UPSTREAM_MAX_SOCKETS (rounded up), so one acquirer cannot hold every upstream connection.', schema: shareOfPool }),
   redisCommandTimeoutMs: field({ env: 'REDIS_COMMAND_TIMEOUT_MS', default: String(DEFAULT_REDIS_COMMAND_TIMEOUT_MS), description: 'A key lookup Redis does not answer in this time fails (503 unless cached).', schema: integer(1, 60_000) }),
@@ -120,13 +125,13 @@ export const CONFIG_FIELDS = {
   keyCacheMaxEntries: field({ env: 'KEY_CACHE_MAX_ENTRIES', default: String(DEFAULT_KEY_CACHE_MAX_ENTRIES), description: 'Keys kept in-process, at most (least recently used go first). Unknown keys have a cache of the same size of their own. Both reserve their memory at start-up, about 16 bytes an entry each, in every process: 10,000,000 takes about 300 MiB before any key is cached.', schema: integer(1, 10_000_000) }),
   keyNegativeCacheTtlMs: field({ env: 'KEY_NEGATIVE_CACHE_TTL_MS', default: String(DEFAULT_NEGATIVE_CACHE_TTL_MS), description: 'How long an unknown key is remembered as unknown.', schema: integer(0, 3_600_000) }),
   keyOutageGraceMs: field({ env: 'KEY_OUTAGE_GRACE_MS', default: String(DEFAULT_OUTAGE_GRACE_MS), description: 'While Redis is unreachable, keys already cached keep working this long; then every request gets 503.', schema: integer(0, 3_600_000) }),
-  headersTimeoutMs: field({ env: 'HEADERS_TIMEOUT_MS', default: '10000', description: 'Time a client has to send the whole request head; then the connection is closed.', schema: integer(1000, 600_000) }),
-  requestTimeoutMs: field({ env: 'REQUEST_TIMEOUT_MS', default: '30000', description: 'Time a client has to send the whole request (head and body).', schema: integer(1000, 3_600_000) }),
-  keepAliveTimeoutMs: field({ env: 'KEEP_ALIVE_TIMEOUT_MS', default: '5000', description: 'How long an idle client keep-alive connection is kept open, as the `Keep-Alive: timeout=` header says (in whole seconds, rounded down). Node closes it a second after that (its keepAliveTimeoutBuffer), so a client that believes the header never sends a request into a closing connection. At least 1: Node reads 0 as no limit at all.', schema: integer(1, 600_000) }),
-  maxConnections: field({ env: 'MAX_CONNECTIONS', default: '4096', description: 'Client connections open at once, at most (each process, with WORKERS); one accepted beyond it is closed at once, without an answer. Keeps a flood of idle connections from taking the descriptors and memory that the upstream, Redis and the clients already served need.', schema: integer(1, 1_000_000) }),
+  headersTimeoutMs: field({ env: 'HEADERS_TIMEOUT_MS', default: String(DEFAULT_HEADERS_TIMEOUT_MS), description: 'Time a client has to send the whole request head; then the connection is closed.', schema: integer(1000, 600_000) }),
+  requestTimeoutMs: field({ env: 'REQUEST_TIMEOUT_MS', default: String(DEFAULT_REQUEST_TIMEOUT_MS), description: 'Time a client has to send the whole request (head and body).', schema: integer(1000, 3_600_000) }),
+  keepAliveTimeoutMs: field({ env: 'KEEP_ALIVE_TIMEOUT_MS', default: String(DEFAULT_KEEP_ALIVE_TIMEOUT_MS), description: 'How long an idle client keep-alive connection is kept open, as the `Keep-Alive: timeout=` header says (in whole seconds, rounded down). Node closes it a second after that (its keepAliveTimeoutBuffer), so a client that believes the header never sends a request into a closing connection. At least 1: Node reads 0 as no limit at all.', schema: integer(1, 600_000) }),
+  maxConnections: field({ env: 'MAX_CONNECTIONS', default: String(DEFAULT_MAX_CONNECTIONS), description: 'Client connections open at once, at most (each process, with WORKERS); one accepted beyond it is closed at once, without an answer. Keeps a flood of idle connections from taking the descriptors and memory that the upstream, Redis and the clients already served need.', schema: integer(1, 1_000_000) }),
   shutdownTimeoutMs: field({ env: 'SHUTDOWN_TIMEOUT_MS', default: String(DEFAULT_SHUTDOWN_TIMEOUT_MS), description: 'On SIGTERM/SIGINT, how long requests in flight (downloads too) may take to finish before connections are closed.', schema: integer(0, 3_600_000) }),
   workers: field({ env: 'WORKERS', default: '1', description: 'Processes serving requests. 1: this process. More (or `auto`, one per core): a node:cluster primary forks that many workers sharing the port, serves the admin endpoints for all of them and replaces a worker that dies.', schema: workerCount }),
-  workerUnresponsiveMs: field({ env: 'WORKER_UNRESPONSIVE_MS', default: '10000', description: 'With WORKERS above 1: a worker that has answered none of the primary\'s questions (one every 2 s) for about this long, or has not started within it, is killed and replaced.', schema: integer(4_000, 600_000) }),
+  workerUnresponsiveMs: field({ env: 'WORKER_UNRESPONSIVE_MS', default: String(DEFAULT_WORKER_UNRESPONSIVE_MS), description: 'With WORKERS above 1: a worker that has answered none of the primary\'s questions (one every 2 s) for about this long, or has not started within it, is killed and replaced.', schema: integer(4_000, 600_000) }),
   logLevel: field({ env: 'LOG_LEVEL', default: 'info', description: 'fatal, error, warn, info, debug, trace or silent.', schema: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'must be one of fatal, error, warn, info, debug, trace, silent') }),
 } as const;
 

@@ -6,7 +6,8 @@ import { cutConnection, sendError, sendRawError } from '../errors/error-response
 import type { Logger } from '../observability/logger/logger.js';
 import { peerText } from '../net/client-address.js';
 import { declaresBody } from '../net/request-body.js';
-import { methodLabel, UNMATCHED_ROUTE, type GatewayMetrics } from '../observability/metrics/metrics.js';
+import { methodLabel, UNMATCHED_ROUTE } from '../observability/metrics/labels.js';
+import type { GatewayMetrics } from '../observability/metrics/metrics.js';
 import { loggedPath } from '../app/request-observer.js';
 
 type RequestHandler = (req: http.IncomingMessage, res: http.ServerResponse) => void;

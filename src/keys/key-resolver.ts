@@ -1,4 +1,12 @@
 import { LRUCache } from 'lru-cache';
+import {
+  DEFAULT_FAILURE_PROBE_INTERVAL_MS,
+  DEFAULT_KEY_CACHE_MAX_ENTRIES,
+  DEFAULT_KEY_CACHE_TTL_MS,
+  DEFAULT_NEGATIVE_CACHE_MAX_ENTRIES,
+  DEFAULT_NEGATIVE_CACHE_TTL_MS,
+  DEFAULT_OUTAGE_GRACE_MS,
+} from '../config/defaults.js';
 import { compileAllowlist, type IpAllowlist } from '../net/ip-allowlist.js';
 import type { ApiKeyRecord } from './api-key.js';
 import { CorruptKeyRecordError, type KeyStore, type KeyStoreEvent } from './key-store.js';
@@ -25,13 +33,6 @@ export class KeyStoreUnavailableError extends Error {
   }
 }
 
-export const DEFAULT_KEY_CACHE_TTL_MS = 60_000;
-export const DEFAULT_KEY_CACHE_MAX_ENTRIES = 10_000;
-export const DEFAULT_NEGATIVE_CACHE_TTL_MS = 10_000;
-export const DEFAULT_NEGATIVE_CACHE_MAX_ENTRIES = 10_000;
-export const DEFAULT_OUTAGE_GRACE_MS = 30_000;
-/** While lookups fail, how often the resolver makes one of its own to see whether the store answers again. */
-export const DEFAULT_FAILURE_PROBE_INTERVAL_MS = 1_000;
 /** The hash the probe asks for: shaped like a key's, and no key's (nothing hashes to it). */
 const PROBE_HASH = '0'.repeat(64);
 

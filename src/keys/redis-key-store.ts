@@ -1,14 +1,11 @@
 import { Redis, ReplyError, type RedisOptions } from 'ioredis';
 import { z } from 'zod';
+import { DEFAULT_REDIS_COMMAND_TIMEOUT_MS, DEFAULT_REDIS_HEALTH_CHECK_INTERVAL_MS, DEFAULT_REDIS_KEY_PREFIX } from '../config/defaults.js';
 import { parseCidr } from '../net/ip-allowlist.js';
 import { isValidAcquirerId, type ApiKeyRecord } from './api-key.js';
 import { ChangeNotAnnouncedError, ChangeUnconfirmedError, CorruptKeyRecordError, CreationUnconfirmedError, KeyDisabledError, KeyNotFoundError, type KeyChanges, type KeyStore, type KeyStoreListener } from './key-store.js';
 
-export const DEFAULT_REDIS_KEY_PREFIX = 'acquirer-gateway:';
-export const DEFAULT_REDIS_COMMAND_TIMEOUT_MS = 500;
 const RECONNECT_MAX_DELAY_MS = 1000;
-/** How often both connections are pinged: a stalled socket never closes by itself. */
-export const DEFAULT_HEALTH_CHECK_INTERVAL_MS = 1000;
 const MAX_OPTIMISTIC_RETRIES = 10;
 
 const recordSchema = z.strictObject({
@@ -176,7 +173,7 @@ export class RedisKeyStore implements KeyStore {
       });
     }
     if (!waiting) {
-      const interval = options.healthCheckIntervalMs ?? DEFAULT_HEALTH_CHECK_INTERVAL_MS;
+      const interval = options.healthCheckIntervalMs ?? DEFAULT_REDIS_HEALTH_CHECK_INTERVAL_MS;
       this.#healthCheck = setInterval(() => this.#checkHealth(), interval);
       this.#healthCheck.unref();
     }

@@ -1,6 +1,6 @@
 import { isErrorStatus, type ErrorStatus } from '../errors/codes.js';
-import { FORWARDED_REQUEST_HEADERS, neverForwarded } from '../proxy/forward-headers.js';
-import { UNMATCHED_ROUTE } from '../observability/metrics/metrics.js';
+import { FORWARDED_REQUEST_HEADERS, neverForwarded } from '../net/header-names.js';
+import { UNMATCHED_ROUTE } from '../observability/metrics/labels.js';
 import { mapUpstreamStatus, NEVER_PASSED_ON } from '../errors/upstream-status.js';
 import { PARAM_TYPES, type ParamType, type ParamTypeName } from './param-types.js';
 import { UNCHECKED_QUERY, type PolicyDocument } from './schema.js';

@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'node:http';
+import type { CollectYoung } from '../node-internals/young-collection.js';
 
 /**
  * Why this exists: every socket read of an upstream body is a new buffer of up to 64 KiB outside
@@ -15,14 +16,6 @@ export const COLLECT_EVERY_BYTES = 4 * 1024 * 1024;
 
 /** A body that fits in one socket read leaves no pile behind; it is not counted. */
 const COUNT_FROM_BYTES = 64 * 1024;
-
-export type CollectYoung = () => void;
-
-/** A young-generation collection when node runs with `--expose-gc` (the shebang of dist/cli.js), else undefined. */
-export function youngCollector(): CollectYoung | undefined {
-  const gc = globalThis.gc;
-  return gc === undefined ? undefined : () => gc({ type: 'minor' });
-}
 
 /**
  * Returns `watch(body)`: counts the bytes of an upstream body being streamed to a client (a declared

@@ -1,3 +1,5 @@
+import { percentDecode } from '../net/percent-decoding.js';
+
 /**
  * Anything shaped like an acquirer key, wherever it appears in text (a URL, an error message, a
  * stack): the prefix in any case (its body is the secret, whatever the prefix's case), the body's
@@ -32,24 +34,6 @@ export const ENCODED_KEY_REDACTED = '[redacted: holds a percent-encoded key]';
 /** Replaces a whole text holding a percent-encoded URL with a password (`redis%3A%2F%2Fu%3Apw%40h`, a query's value). */
 export const ENCODED_URL_PASSWORD_REDACTED = '[redacted: holds a percent-encoded URL with a password]';
 
-/** How often a text is percent-decoded in search of a key. Bounded: each round is a pass over the text. */
-const DECODE_ROUNDS = 4;
-const PERCENT_ESCAPE = /%[0-9A-Fa-f]{2}/;
-
-/**
- * Every `%XX` decoded, as often as a text was encoded (`%255F` is `%5F` is `_`), other bytes kept;
- * null for a text encoded more than DECODE_ROUNDS times over, whose innermost layer was not reached.
- */
-function percentDecoded(text: string): string | null {
-  let current = text;
-  for (let round = 0; round < DECODE_ROUNDS; round++) {
-    const next = current.replace(/%([0-9A-Fa-f]{2})/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)));
-    if (next === current) return current;
-    current = next;
-  }
-  return PERCENT_ESCAPE.test(current) ? null : current;
-}
-
 export function redactSecrets(text: string): string {
   // Every log line passes through here: a string neither pattern can match is returned as it is,
   // without a scan by each regex and a copy.
@@ -58,8 +42,8 @@ export function redactSecrets(text: string): string {
   // A prefix spelled with percent-encoded characters (`acquirer%5Fkey_…`), once or more; or a text
   // encoded so often that what it hides was not reached (no log reader needs one).
   if (redacted.includes('%')) {
-    const decoded = percentDecoded(redacted);
-    if (decoded === null || HAS_KEY.test(decoded)) return ENCODED_KEY_REDACTED;
+    const { text: decoded, complete } = percentDecode(redacted);
+    if (!complete || HAS_KEY.test(decoded)) return ENCODED_KEY_REDACTED;
     // A password cut out before decoding reads `[redacted]` here, and is left as it is by this replace.
     if (decoded.replace(URL_PASSWORD, '$1[redacted]@') !== decoded) return ENCODED_URL_PASSWORD_REDACTED;
   }

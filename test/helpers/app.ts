@@ -1,5 +1,6 @@
-import http from 'node:http';
 import { createApp } from '../../src/app/create-app.js';
+import { DEFAULT_UPSTREAM_MAX_SOCKETS } from '../../src/config/defaults.js';
+import { createUpstreamProxy } from '../../src/proxy/create-proxy.js';
 import { generateKey, hashKey, type ApiKeyRecord } from '../../src/keys/api-key.js';
 import { KeyResolver } from '../../src/keys/key-resolver.js';
 import { MemoryKeyStore } from '../../src/keys/memory-key-store.js';
@@ -32,14 +33,24 @@ export async function createTestApp(options: {
   const policy = options.policy ?? (await shippedPolicy());
   const store = new MemoryKeyStore();
   const resolver = new KeyResolver(store);
-  const agent = new http.Agent({ keepAlive: true });
+  const metrics = createMetrics();
+  const proxy = createUpstreamProxy({
+    target: options.upstreamUrl,
+    timeoutMs: options.upstreamTimeoutMs ?? 5000,
+    idleTimeoutMs: options.streamIdleTimeoutMs ?? 5000,
+    maxSockets: DEFAULT_UPSTREAM_MAX_SOCKETS,
+    logger: silentLogger,
+    collectYoung: options.collectYoung,
+    onRetry: () => metrics.upstreamRetries.inc(),
+    onUnaskedBytes: () => metrics.upstreamUnaskedBytes.inc(),
+  });
   const app = createApp({
     policy: () => policy,
     resolver,
     trustedProxies: options.trustedProxies ?? null,
-    upstream: { url: options.upstreamUrl, timeoutMs: options.upstreamTimeoutMs ?? 5000, idleTimeoutMs: options.streamIdleTimeoutMs ?? 5000, agent, collectYoung: options.collectYoung },
+    proxy,
     logger: silentLogger,
-    metrics: createMetrics(),
+    metrics,
     acquirerMaxInFlight: options.acquirerMaxInFlight,
   });
   return {
@@ -54,7 +65,7 @@ export async function createTestApp(options: {
     },
     close() {
       resolver.close();
-      agent.destroy();
+      proxy.close();
     },
   };
 }

@@ -1,6 +1,7 @@
 import http from 'node:http';
 import net from 'node:net';
 import { createApp } from '../../src/app/create-app.js';
+import { createUpstreamProxy, type UpstreamProxy } from '../../src/proxy/create-proxy.js';
 import { generateKey, hashKey, type ApiKeyRecord } from '../../src/keys/api-key.js';
 import { KeyResolver } from '../../src/keys/key-resolver.js';
 import { MemoryKeyStore } from '../../src/keys/memory-key-store.js';
@@ -30,19 +31,19 @@ let server: http.Server;
 let port: number;
 let store: GatedStore;
 let resolver: KeyResolver;
-let agent: http.Agent;
+let proxy: UpstreamProxy;
 
 beforeAll(async () => {
   upstream = await startUpstream();
   store = new GatedStore();
   resolver = new KeyResolver(store);
-  agent = new http.Agent({ keepAlive: true });
+  proxy = createUpstreamProxy({ target: upstream.url, timeoutMs: 5000, idleTimeoutMs: 5000, maxSockets: 256, logger: silentLogger });
   const policy = await shippedPolicy();
   const app = createApp({
     policy: () => policy,
     resolver,
     trustedProxies: null,
-    upstream: { url: upstream.url, timeoutMs: 5000, idleTimeoutMs: 5000, agent },
+    proxy,
     logger: silentLogger,
     metrics: createMetrics(),
   });
@@ -53,7 +54,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   resolver.close();
-  agent.destroy();
+  proxy.close();
   server.closeAllConnections();
   await new Promise((resolve) => server.close(resolve));
   await upstream.close();

@@ -1,6 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createApp } from '../../src/app/create-app.js';
+import { createUpstreamProxy } from '../../src/proxy/create-proxy.js';
 import { generateKey, hashKey } from '../../src/keys/api-key.js';
 import { KeyResolver } from '../../src/keys/key-resolver.js';
 import { MemoryKeyStore } from '../../src/keys/memory-key-store.js';
@@ -12,26 +13,24 @@ import { shippedPolicy } from '../helpers/policy.js';
 import { waitFor } from '../helpers/wait.js';
 
 /**
- * An upstream whose name does not resolve. Name resolution is faked in the agent, so no query
+ * An upstream whose name does not resolve. Name resolution is faked in the pool, so no query
  * leaves the machine; everything else is the real gateway over real sockets.
  */
 it('an unresolvable upstream gives 502 with the documented body, counted as unresolvable', async () => {
   const lookups: string[] = [];
-  const agent = new http.Agent({
-    keepAlive: true,
-    lookup: ((hostname: string, _options: unknown, callback: (err: NodeJS.ErrnoException) => void) => {
-      lookups.push(hostname);
-      callback(Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' }));
-    }) as unknown as http.AgentOptions['lookup'],
-  });
+  const lookup = ((hostname: string, _options: unknown, callback: (err: NodeJS.ErrnoException) => void) => {
+    lookups.push(hostname);
+    callback(Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' }));
+  }) as unknown as http.AgentOptions['lookup'];
   const store = new MemoryKeyStore();
   const key = generateKey();
   await store.create(newRecord({ key_hash: hashKey(key) }));
   const resolver = new KeyResolver(store);
   const metrics = createMetrics();
+  const proxy = createUpstreamProxy({ target: 'http://statements.unresolvable.test:8080', timeoutMs: 5000, idleTimeoutMs: 5000, maxSockets: 256, logger: silentLogger, lookup });
   const policy = await shippedPolicy();
   const server = http.createServer(
-    createApp({ policy: () => policy, resolver, trustedProxies: null, upstream: { url: 'http://statements.unresolvable.test:8080', timeoutMs: 5000, idleTimeoutMs: 5000, agent }, logger: silentLogger, metrics }),
+    createApp({ policy: () => policy, resolver, trustedProxies: null, proxy, logger: silentLogger, metrics }),
   );
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
   try {
@@ -45,6 +44,6 @@ it('an unresolvable upstream gives 502 with the documented body, counted as unre
     server.closeAllConnections();
     await new Promise((resolve) => server.close(resolve));
     resolver.close();
-    agent.destroy();
+    proxy.close();
   }
 });

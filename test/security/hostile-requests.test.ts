@@ -1,5 +1,5 @@
 import net from 'node:net';
-import { FORWARDED_REQUEST_HEADERS } from '../../src/proxy/forward-headers.js';
+import { FORWARDED_REQUEST_HEADERS } from '../../src/net/header-names.js';
 import { createKey, runCli, startServe, type ServeProcess } from '../helpers/cli.js';
 import { parseRawResponse } from '../helpers/raw.js';
 import { STATEMENT_ID } from '../helpers/policy.js';

@@ -1,5 +1,6 @@
 import fc from 'fast-check';
-import { FORWARDED_REQUEST_HEADERS, HOP_BY_HOP, NEVER_FORWARDED, buildUpstreamHeaders } from '../../src/proxy/forward-headers.js';
+import { FORWARDED_REQUEST_HEADERS, HOP_BY_HOP, NEVER_FORWARDED } from '../../src/net/header-names.js';
+import { buildUpstreamHeaders } from '../../src/proxy/request-headers.js';
 import { matchRoute } from '../../src/policy/match-route.js';
 import type { CompiledPolicy } from '../../src/policy/compile.js';
 import { shippedPolicy, STATEMENT_ID } from '../helpers/policy.js';

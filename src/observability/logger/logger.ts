@@ -1,5 +1,6 @@
 import { fstatSync } from 'node:fs';
 import { pino, stdSerializers, type Logger as PinoLogger } from 'pino';
+import { LOG_EVENTS, type LogEvent } from './log-events.js';
 import { LogWriter, PIPE_BUF } from './log-writer.js';
 import { redactSecrets } from '../../secrets/redact.js';
 
@@ -14,6 +15,8 @@ export interface Logger extends Pick<PinoLogger, 'info' | 'warn' | 'error' | 'de
    * were the gateway's largest own cost. A function of its own: it may be taken off the logger.
    */
   readonly flat: (level: 'info' | 'warn', record: FlatRecord, msg: string) => void;
+  /** The line of a known event (log-events.ts), at its level, with `event` first among `fields`. */
+  readonly event: (name: LogEvent, fields?: Readonly<Record<string, unknown>>) => void;
 }
 
 /** Fields that could carry a secret whatever its shape, in any case: replaced whole, at any depth. */
@@ -278,7 +281,11 @@ export function createLogger(level = 'info', destination: LineSink | undefined =
       `{"level":${LEVEL_VALUES[lineLevel]},"time":${Date.now()}${afterTime}${fieldsText === '' ? '' : `,${fieldsText}`},"msg":${jsonString(redactSecrets(msg))}}\n`,
     );
   };
-  return Object.assign(logger, { flat });
+  const event = (name: LogEvent, fields?: Readonly<Record<string, unknown>>): void => {
+    const { level, msg } = LOG_EVENTS[name];
+    logger[level]({ event: name, ...fields }, msg);
+  };
+  return Object.assign(logger, { flat, event });
 }
 
 /** For tests and tools that must stay quiet. */

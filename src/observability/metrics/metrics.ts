@@ -29,16 +29,6 @@ export interface GatewayMetrics {
 /** Resolves sub-millisecond gateway overhead as well as multi-minute downloads. */
 export const DURATION_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
 
-/** Route label for requests no route matched (unknown, non-canonical, refused before routing). */
-export const UNMATCHED_ROUTE = 'unmatched';
-
-const KNOWN_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
-
-/** Method label: a client may send any token as a method; anything unusual shares one value. */
-export function methodLabel(method: string | undefined): string {
-  return method !== undefined && KNOWN_METHODS.has(method) ? method : 'OTHER';
-}
-
 /** The results a policy reload counts. */
 const RELOAD_RESULTS = ['success', 'failure', 'unchanged'] as const;
 

@@ -1,5 +1,5 @@
 import type { RequestHandler } from 'express';
-import { DEFAULT_UPSTREAM_MAX_SOCKETS, halfOfPool } from '../../config/env.js';
+import { DEFAULT_UPSTREAM_MAX_SOCKETS, halfOfPool } from '../../config/defaults.js';
 import { GatewayError } from '../../errors/gateway-error.js';
 
 const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';

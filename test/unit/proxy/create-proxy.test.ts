@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { NextFunction, Request, Response } from 'express';
 import { silentLogger } from '../../../src/observability/logger/logger.js';
 import type { CompiledPolicy } from '../../../src/policy/compile.js';
-import { createUpstreamProxy } from '../../../src/proxy/create-proxy.js';
+import { createUpstreamProxy, type UpstreamProxy } from '../../../src/proxy/create-proxy.js';
 import { createRequestLocals } from '../../../src/app/request-context.js';
 import { shippedPolicy } from '../../helpers/policy.js';
 import { stopAll } from '../../helpers/stop-all.js';
@@ -20,7 +20,7 @@ type Held = { req: Request; res: Response };
 let policy: CompiledPolicy;
 let upstream: RecordingUpstream;
 let gateway: http.Server;
-let agent: http.Agent;
+let proxy: UpstreamProxy;
 let onRequest: (held: Held) => void;
 
 beforeAll(async () => {
@@ -29,8 +29,7 @@ beforeAll(async () => {
 
 async function start({ timeoutMs, idleTimeoutMs }: { timeoutMs: number; idleTimeoutMs: number }) {
   upstream = await startUpstream();
-  agent = new http.Agent({ keepAlive: true });
-  const forward = createUpstreamProxy({ target: upstream.url, timeoutMs, idleTimeoutMs, agent, logger: silentLogger });
+  proxy = createUpstreamProxy({ target: upstream.url, timeoutMs, idleTimeoutMs, maxSockets: 256, logger: silentLogger });
   gateway = http.createServer((req, res) => {
     const locals = createRequestLocals(policy, `req-${req.url!.slice(1)}`, performance.now());
     locals.key = { id: 'key_test', acquirerId: 'acq_1', permissions: new Set(), allowlist: null };
@@ -38,11 +37,11 @@ async function start({ timeoutMs, idleTimeoutMs }: { timeoutMs: number; idleTime
     onRequest({ req: req as Request, res: res as unknown as Response });
   });
   await new Promise<void>((resolve) => gateway.listen(0, '127.0.0.1', resolve));
-  return forward as (req: Request, res: Response, next: NextFunction) => void;
+  return proxy.forward as (req: Request, res: Response, next: NextFunction) => void;
 }
 
 afterEach(async () => {
-  agent.destroy();
+  proxy.close();
   gateway.closeAllConnections();
   await stopAll(
     () => new Promise((resolve) => gateway.close(resolve)),

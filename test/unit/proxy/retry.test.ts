@@ -1,5 +1,7 @@
 import type { ClientRequest, IncomingMessage } from 'node:http';
-import { retriable, type InFlight } from '../../../src/proxy/create-proxy.js';
+import type { Response } from 'express';
+import { Exchange } from '../../../src/proxy/exchange.js';
+import { retriable } from '../../../src/proxy/retry.js';
 
 /**
  * When a failed upstream request may be sent again: only a GET or HEAD whose pooled connection failed
@@ -9,18 +11,11 @@ const reset = Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' })
 
 function attempt(overrides: { method?: string; reusedSocket?: boolean; bytesRead?: number; clientGone?: boolean; retried?: boolean; answered?: boolean; noRequest?: boolean } = {}) {
   const proxyReq = { reusedSocket: overrides.reusedSocket ?? true, socket: { bytesRead: overrides.bytesRead ?? 120 } } as unknown as ClientRequest;
-  const state: InFlight = {
-    timer: undefined,
-    startedAt: 0,
-    written: 0,
-    quietSince: 0,
-    proxyReq: overrides.noRequest ? undefined : proxyReq,
-    proxyRes: undefined,
-    answered: overrides.answered ?? false,
-    bytesReadAtStart: 120,
-    retried: overrides.retried ?? false,
-    next: () => {},
-  };
+  const state = new Exchange('1', {} as Response, () => {}, 0);
+  state.proxyReq = overrides.noRequest ? undefined : proxyReq;
+  state.answered = overrides.answered ?? false;
+  state.bytesReadAtStart = 120;
+  state.retried = overrides.retried ?? false;
   const req = { method: overrides.method ?? 'GET', socket: { destroyed: overrides.clientGone ?? false } } as unknown as IncomingMessage;
   return { req, state };
 }

@@ -1,4 +1,6 @@
-import { buildClientHeaders, buildUpstreamHeaders, memo, MEMO_MAX_TEXT, upstreamAddress } from '../../../src/proxy/forward-headers.js';
+import { memo, MEMO_MAX_TEXT } from '../../../src/net/header-names.js';
+import { buildUpstreamHeaders } from '../../../src/proxy/request-headers.js';
+import { buildClientHeaders, upstreamAddress } from '../../../src/proxy/response-headers.js';
 
 describe('buildUpstreamHeaders', () => {
   it('drops every client spelling of the identity header and sets it once from the key', () => {

@@ -1,0 +1,31 @@
+/**
+ * @module
+ * Workaround of Node's http.Agent: a subclass that sees each request as Node hands it to the agent.
+ *
+ * Relies on (undocumented): the ClientRequest constructor calls `agent.addRequest(req, options)`
+ * synchronously, before the request has a connection and before its response parser is set up from
+ * `req.maxHeadersCount`. Agents on npm (agent-base, agentkeepalive) override it too.
+ * Needed for: an answer's header-line limit (`maxHeadersCount`, read when a connection is assigned,
+ * so too late in the `socket` event), and cancelling a request that waits in the agent's queue.
+ * Canary: test/unit/node-internals/agent-request-hook.test.ts.
+ */
+import type http from 'node:http';
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- a mixin's base takes any arguments
+type AgentClass = new (...args: any[]) => http.Agent;
+type AddRequest = (this: http.Agent, req: http.ClientRequest, options: object) => void;
+
+/** `Base` (http.Agent or https.Agent) with `requestCreated(req)` called for each request it is handed. */
+export function withRequestHook<T extends AgentClass>(Base: T) {
+  const addRequest = (Base.prototype as unknown as { addRequest?: AddRequest }).addRequest;
+  if (typeof addRequest !== 'function') throw new Error('node:http Agent has no addRequest: see src/node-internals/agent-request-hook.ts');
+  return class RequestHookAgent extends Base {
+    /** Called with each request as it is created, before it has a connection. */
+    requestCreated(_req: http.ClientRequest): void {}
+
+    addRequest(req: http.ClientRequest, options: object): void {
+      this.requestCreated(req);
+      addRequest.call(this, req, options);
+    }
+  };
+}

@@ -1,0 +1,97 @@
+import http from 'node:http';
+import net, { type AddressInfo } from 'node:net';
+import { withRequestHook } from '../../../src/node-internals/agent-request-hook.js';
+
+/**
+ * Canary for src/node-internals/agent-request-hook.ts: Node calls `agent.addRequest(req, options)`
+ * from the ClientRequest constructor, before the request has a connection, and reads
+ * `req.maxHeadersCount` only when a connection is assigned. If Node changes either, these fail.
+ */
+
+/** A raw upstream that answers every request with `lines` header lines. */
+async function upstreamWithHeaderLines(lines: number): Promise<{ port: number; close: () => Promise<void>; heads: string[] }> {
+  const heads: string[] = [];
+  const server = net.createServer((socket) => {
+    let head = '';
+    socket.on('data', (chunk) => {
+      head += chunk.toString('latin1');
+      if (!head.includes('\r\n\r\n')) return;
+      heads.push(head);
+      let answer = 'HTTP/1.1 200 OK\r\nContent-Length: 0\r\n';
+      for (let i = 1; i < lines; i++) answer += `h${i}:1\r\n`;
+      socket.end(answer + '\r\n');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { port: (server.address() as AddressInfo).port, heads, close: () => new Promise((resolve) => server.close(() => resolve())) };
+}
+
+function get(port: number, agent: http.Agent, headers: Record<string, string> = {}, onSocket?: (req: http.ClientRequest) => void): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = http.get({ host: '127.0.0.1', port, agent, headers }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.rawHeaders.length / 2));
+    });
+    req.on('error', reject);
+    if (onSocket) req.on('socket', () => onSocket(req));
+  });
+}
+
+describe('Agent#addRequest, hooked by a subclass', () => {
+  it('is called from the request constructor, with the request, before it has a connection', () => {
+    const seen: { socket: unknown; sync: boolean }[] = [];
+    let constructing = false;
+    const Hooked = withRequestHook(http.Agent);
+    const agent = new (class extends Hooked {
+      override requestCreated(req: http.ClientRequest): void {
+        seen.push({ socket: req.socket, sync: constructing });
+      }
+    })({ keepAlive: false });
+    constructing = true;
+    const req = http.request({ host: '127.0.0.1', port: 9, agent });
+    constructing = false;
+    req.on('error', () => {});
+    req.destroy();
+    expect(seen).toEqual([{ socket: null, sync: true }]);
+    agent.destroy();
+  });
+
+  it('is early enough for maxHeadersCount; the socket event is too late for it', async () => {
+    const upstream = await upstreamWithHeaderLines(2001);
+    const Hooked = withRequestHook(http.Agent);
+    const hooked = new (class extends Hooked {
+      override requestCreated(req: http.ClientRequest): void {
+        req.maxHeadersCount = 2001;
+      }
+    })({ keepAlive: false });
+    try {
+      expect(await get(upstream.port, hooked)).toBe(2001);
+      // Set when the request has its connection, the parser already kept Node's default.
+      const plain = new http.Agent({ keepAlive: false });
+      expect(await get(upstream.port, plain, {}, (req) => (req.maxHeadersCount = 2001))).toBeLessThan(2001);
+      plain.destroy();
+    } finally {
+      hooked.destroy();
+      await upstream.close();
+    }
+  });
+
+  it('can take a header off the request before anything is sent', async () => {
+    const upstream = await upstreamWithHeaderLines(2);
+    const Hooked = withRequestHook(http.Agent);
+    const agent = new (class extends Hooked {
+      override requestCreated(req: http.ClientRequest): void {
+        expect(req.getHeader('x-link')).toBe('7');
+        req.removeHeader('x-link');
+      }
+    })({ keepAlive: false });
+    try {
+      await get(upstream.port, agent, { 'x-link': '7' });
+      expect(upstream.heads).toHaveLength(1);
+      expect(upstream.heads[0]!.toLowerCase()).not.toContain('x-link');
+    } finally {
+      agent.destroy();
+      await upstream.close();
+    }
+  });
+});
