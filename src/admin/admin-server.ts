@@ -19,6 +19,9 @@ export interface AdminDeps {
   readonly readiness: () => ReadinessCheck | Promise<ReadinessCheck>;
 }
 
+/** The admin listener (not yet listening). */
+export type AdminServer = http.Server;
+
 export function isReady(checks: ReadinessCheck): boolean {
   return checks.policy === 'ok' && checks.key_store === 'ok' && checks.shutdown === 'no' && (checks.workers ?? 'ok') === 'ok';
 }
@@ -33,7 +36,7 @@ function json(res: http.ServerResponse, status: number, body: unknown): void {
  * The operator's listener, apart from the public one (which never answers these paths):
  * `/metrics` for Prometheus, `/healthz` (the process can serve), `/readyz` (it should be sent traffic).
  */
-export function createAdminServer({ metrics, readiness }: AdminDeps): http.Server {
+export function createAdminServer({ metrics, readiness }: AdminDeps): AdminServer {
   return http.createServer((req, res) => {
     const path = (req.url ?? '').split('?')[0];
     if (req.method !== 'GET' && req.method !== 'HEAD') return json(res, 405, { message: 'Method not allowed' });

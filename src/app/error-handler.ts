@@ -25,7 +25,7 @@ export function createErrorHandler(logger: Logger, now: () => number = () => per
     if (heldBack === null) return;
     // Those left out came in the second after the line before this one, which may be long ago: when it was is said too.
     const leftOut = heldBack.count > 0 ? { same_failures_unwritten: heldBack.count, unwritten_after_ms_ago: heldBack.lastWrittenMsAgo } : {};
-    logger.error({ err: err.cause ?? err, code: err.code, ...leftOut }, 'request failed');
+    logger.event('request_failed', { err: err.cause ?? err, code: err.code, ...leftOut });
   };
   return function gatewayErrorHandler(err: unknown, _req, res, _next) {
     if (err instanceof GatewayError) {
@@ -35,7 +35,7 @@ export function createErrorHandler(logger: Logger, now: () => number = () => per
       return;
     }
     res.locals.errorCode = 'INTERNAL';
-    logger.error({ err }, 'unexpected error');
+    logger.event('unexpected_error', { err });
     sendError(res, 500, res.locals.requestId);
   };
 }

@@ -2,21 +2,14 @@ import { randomUUID } from 'node:crypto';
 import type { RequestHandler, Response } from 'express';
 import { ERROR_CODES, type DenialReason, type ErrorDefinition } from '../errors/codes.js';
 import type { Logger } from '../observability/logger/logger.js';
-import { addressText, peerAddress, resolveClientAddress } from '../net/client-address.js';
-import type { IpAddress, IpAllowlist } from '../net/ip-allowlist.js';
+import { clientText, peerAddress, requestClient } from '../net/client-address.js';
+import type { IpAllowlist } from '../net/ip-allowlist.js';
+import { loggedPath, writeAccessLine } from '../observability/access-line.js';
 import type { CompiledPolicy } from '../policy/compile.js';
-import { holdsKey, redactKeysAndBodies } from '../secrets/redact.js';
+import { holdsKey } from '../secrets/redact.js';
 import { createRequestLocals } from './request-context.js';
 import { methodLabel, UNMATCHED_ROUTE } from '../observability/metrics/labels.js';
 import type { GatewayMetrics } from '../observability/metrics/metrics.js';
-
-/**
- * The request-target as an access line shows it: cut at 512 characters, and a key's random part on
- * its own replaced (a whole key, prefix and all, the logger redacts in every string).
- */
-export function loggedPath(url: string): string {
-  return redactKeysAndBodies(url.length > 512 ? url.slice(0, 512) + '…' : url);
-}
 
 /** An incoming request id is kept only if it is short and plain: it goes into logs and upstream. */
 const VALID_REQUEST_ID = /^[A-Za-z0-9._:@-]{1,128}$/;
@@ -28,20 +21,13 @@ export interface RequestObserverDeps {
   readonly trustedProxies: IpAllowlist | null;
 }
 
-function clientAddress(res: Response, req: Parameters<RequestHandler>[0], peer: IpAddress | null, trusted: IpAllowlist | null): string | null {
-  if (res.locals.clientAddress !== undefined) return res.locals.clientAddress;
-  const forwardedFor = req.headers['x-forwarded-for'];
-  const address = resolveClientAddress(peer, typeof forwardedFor === 'string' ? forwardedFor : undefined, trusted);
-  return address === null ? null : addressText(address);
-}
-
 /**
  * The first middleware: fixes the policy the request is judged by, gives it a request id, and when
  * the response is over records its metrics and writes its one access log line.
  */
 export function createRequestObserver({ policy, metrics, logger, trustedProxies }: RequestObserverDeps): RequestHandler {
   // Taken once: the logger is pino's, a hash table to V8, where each look costs a generic property load.
-  const writeAccessLine = logger.flat;
+  const write = logger.flat;
   return function requestObserver(req, res, next) {
     const startedAt = performance.now(); // a number: hrtime.bigint() allocates a BigInt per call
     const incoming = req.headers['x-request-id'];
@@ -73,23 +59,23 @@ export function createRequestObserver({ policy, metrics, logger, trustedProxies 
       if (locals.upstreamStatus !== undefined) {
         metrics.upstreamStatusMapped.inc({ route, upstream_status: String(locals.upstreamStatus), status: String(status) });
       }
-      const line = {
-        request_id: locals.requestId,
-        method: req.method,
-        path: loggedPath(req.url),
-        route: locals.route?.id ?? null,
+      writeAccessLine(
+        write,
+        locals.requestId,
+        req.method,
+        loggedPath(req.url),
+        locals.route?.id ?? null,
         status,
-        decision: decisionOf(definition, locals.upstreamStatus, res.writableFinished),
-        code: code ?? null,
-        acquirer_id: locals.key?.acquirerId ?? null,
-        key_id: locals.key?.id ?? null,
-        client: clientAddress(res, req, peer, trustedProxies),
-        duration_ms: Math.round(seconds * 1e6) / 1e3,
-        upstream_ms: locals.upstreamMs === undefined ? null : Math.round(locals.upstreamMs * 1e3) / 1e3,
-        upstream_status: locals.upstreamStatus ?? null,
-        completed: res.writableFinished,
-      };
-      writeAccessLine(status >= 500 || !res.writableFinished ? 'warn' : 'info', line, 'request');
+        decisionOf(definition, locals.upstreamStatus, res.writableFinished),
+        code ?? null,
+        locals.key?.acquirerId ?? null,
+        locals.key?.id ?? null,
+        locals.clientAddress !== undefined ? locals.clientAddress : clientText(requestClient(peer, req.headers, trustedProxies)),
+        Math.round(seconds * 1e6) / 1e3,
+        locals.upstreamMs === undefined ? null : Math.round(locals.upstreamMs * 1e3) / 1e3,
+        locals.upstreamStatus ?? null,
+        res.writableFinished,
+      );
     });
     next();
   };

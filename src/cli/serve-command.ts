@@ -1,10 +1,12 @@
 import cluster from 'node:cluster';
-import { policyFromPrimary, runPrimary, serveAsWorker, WorkerStartError } from '../cluster/primary.js';
+import { runPrimary, WorkerStartError } from '../cluster/primary.js';
+import { policyFromPrimary, serveAsWorker } from '../cluster/worker.js';
 import { CONFIG_FIELDS, ConfigError, flagName, loadConfig, type Config } from '../config/env.js';
 import { loadPolicyOrThrow, PolicyLoadError } from '../policy/load.js';
 import { PolicyFile } from '../policy/watch.js';
 import { createLogger, type Logger } from '../observability/logger/logger.js';
 import { ListenError, startGateway } from '../gateway.js';
+import { shutdownThenExit } from '../lifecycle/exit.js';
 import { handleRunningSignals, type StartUpSignals } from '../lifecycle/signals.js';
 import { CommandError, parseCommandLine, UsageError } from './usage-error.js';
 
@@ -38,12 +40,12 @@ export async function serveCommand(args: string[], startUp: StartUpSignals): Pro
   // With several processes writing one stream, each line says which one wrote it.
   const logger = createLogger(config.logLevel, undefined, clustered ? { pid: process.pid } : {}, { sharedStdout: clustered });
   // A fault in one request's handling is logged, never allowed to take every other request down.
-  process.on('unhandledRejection', (reason) => logger.error({ err: reason }, 'unhandled rejection'));
+  process.on('unhandledRejection', (reason) => logger.event('unhandled_rejection', { err: reason }));
   // A throw outside any request (a timer, an event listener) leaves the process in a state nobody
   // knows: it ends, as Node's default has it end, but said as a log line like any other, JSON and
   // redacted, where Node would print the raw error to stderr.
   process.on('uncaughtException', (err) => {
-    logger.fatal({ err }, 'uncaught exception: exiting');
+    logger.event('uncaught_exception', { err });
     process.exit(1);
   });
   startUp.flushLogsWith(() => logger.flush());
@@ -75,13 +77,7 @@ export async function serveCommand(args: string[], startUp: StartUpSignals): Pro
   const running = {
     stop: () => {
       policyFile.close();
-      gateway.shutdown().then(
-        () => process.exit(0),
-        (err: unknown) => {
-          logger.error({ err }, 'shutdown failed');
-          process.exit(1);
-        },
-      );
+      shutdownThenExit(gateway, logger);
     },
     reload: () => void policyFile.reload('signal'),
   };

@@ -1,26 +1,52 @@
-import { loadConfig } from '../config/env.js';
-import { loadPolicyOrThrow } from '../policy/load.js';
-import { PolicyFile } from '../policy/watch.js';
-import { generateKey, generateKeyId, hashKey } from '../keys/api-key.js';
-import { MemoryKeyStore } from '../keys/memory-key-store.js';
-import { createLogger } from '../observability/logger/logger.js';
-import { startGateway } from '../gateway.js';
-import { handleRunningSignals } from '../lifecycle/signals.js';
-import { createSampleUpstream, listen, sampleStatements } from './sample-upstream.js';
-
 /**
+ * @module
  * `npm start`: the whole thing on one machine with no outside service. A sample statements service,
  * the gateway in front of it with an in-memory key store, and one key for each of two acquirers.
  */
-async function main(): Promise<void> {
-  const acquirers = ['acq_alpha', 'acq_beta'];
-  const statements = sampleStatements(acquirers);
-  const upstream = createSampleUpstream(statements);
-  const upstreamPort = await listen(upstream);
+import { loadConfig } from '../config/env.js';
+import type { RunningGateway } from '../gateway.js';
+import { startGateway } from '../gateway.js';
+import { listen } from '../http/listen.js';
+import { generateKey, generateKeyId, hashKey } from '../keys/api-key.js';
+import { MemoryKeyStore } from '../keys/memory-key-store.js';
+import { handleRunningSignals } from '../lifecycle/signals.js';
+import { createLogger } from '../observability/logger/logger.js';
+import { loadPolicyOrThrow } from '../policy/load.js';
+import { PolicyFile } from '../policy/watch.js';
+import { createSampleUpstream, sampleStatements, type SampleStatement } from './sample-upstream.js';
 
+const ACQUIRERS = ['acq_alpha', 'acq_beta'] as const;
+
+async function main(): Promise<void> {
+  const statements = sampleStatements(ACQUIRERS);
+  const upstream = createSampleUpstream(statements);
+  const upstreamPort = await listen(upstream, 0, '127.0.0.1');
+  const { store, keys } = await quickstartKeys();
+  // It mints live keys: loopback only unless HOST says otherwise. Quiet but for what goes wrong.
+  const config = loadConfig({ LOG_LEVEL: 'warn', ADMIN_PORT: '0', HOST: '127.0.0.1', ...process.env, UPSTREAM_URL: `http://127.0.0.1:${upstreamPort}` });
+  // A reload that took is shown at the quickstart's level, as a refused one is.
+  const logger = createLogger(config.logLevel, undefined, {}, { eventLevels: { policy_reloaded: 'warn' } });
+  const loaded = await loadPolicyOrThrow(config.policyFile);
+  const gateway = await startGateway(config, { logger, policy: loaded.policy, keyStore: store });
+  // Edits to the policy file apply as they do under `serve` (POLICY_WATCH).
+  const policyFile = new PolicyFile(config.policyFile, loaded, { logger, reloads: gateway.metrics.policyReloads, onAccepted: (next) => gateway.usePolicy(next.policy) });
+  if (config.policyWatch) void policyFile.watch();
+  process.stdout.write(banner(gateway, config.host, upstreamPort, keys, statements.find((s) => s.acquirerId === 'acq_alpha')!));
+  handleRunningSignals(logger, {
+    stop: () => {
+      policyFile.close();
+      upstream.closeAllConnections();
+      Promise.all([gateway.shutdown(), new Promise((resolve) => upstream.close(resolve))]).then(() => process.exit(0));
+    },
+    reload: () => void policyFile.reload('signal'),
+  });
+}
+
+/** An in-memory store with one key for each acquirer, allowed to list and read its statements. */
+async function quickstartKeys(): Promise<{ store: MemoryKeyStore; keys: Record<(typeof ACQUIRERS)[number], string> }> {
   const store = new MemoryKeyStore();
-  const keys = new Map<string, string>();
-  for (const acquirer of acquirers) {
+  const keys = {} as Record<(typeof ACQUIRERS)[number], string>;
+  for (const acquirer of ACQUIRERS) {
     const key = generateKey();
     await store.create({
       id: generateKeyId(),
@@ -32,22 +58,16 @@ async function main(): Promise<void> {
       created_at: new Date().toISOString(),
       disabled_at: null,
     });
-    keys.set(acquirer, key);
+    keys[acquirer] = key;
   }
+  return { store, keys };
+}
 
-  const config = loadConfig({ LOG_LEVEL: 'warn', ADMIN_PORT: '0', ...process.env, UPSTREAM_URL: `http://127.0.0.1:${upstreamPort}` });
-  const logger = createLogger(config.logLevel);
-  const loaded = await loadPolicyOrThrow(config.policyFile);
-  const gateway = await startGateway(config, { logger, policy: loaded.policy, keyStore: store });
-  // Edits to the policy file apply as they do under `serve` (POLICY_WATCH).
-  const policyFile = new PolicyFile(config.policyFile, loaded, { logger, reloads: gateway.metrics.policyReloads, onAccepted: (next) => gateway.usePolicy(next.policy) });
-  if (config.policyWatch) void policyFile.watch();
-  const base = `http://127.0.0.1:${gateway.port}`;
-  const alpha = keys.get('acq_alpha')!;
-  const beta = keys.get('acq_beta')!;
-  const alphaStatement = statements.find((s) => s.acquirerId === 'acq_alpha')!;
-
-  process.stdout.write(`
+function banner(gateway: RunningGateway, host: string, upstreamPort: number, keys: Record<(typeof ACQUIRERS)[number], string>, alphaStatement: SampleStatement): string {
+  const shown = host.includes(':') ? (host === '::' ? '[::1]' : `[${host}]`) : host === '0.0.0.0' ? '127.0.0.1' : host;
+  const base = `http://${shown}:${gateway.port}`;
+  const { acq_alpha: alpha, acq_beta: beta } = keys;
+  return `
 acquirer-gateway quickstart: gateway on ${base}, sample statements service on 127.0.0.1:${upstreamPort},
 metrics on http://127.0.0.1:${gateway.adminPort}/metrics
 (in-memory keys, nothing is written anywhere; Ctrl-C stops everything)
@@ -69,16 +89,7 @@ curl -si ${base}/v1/acquirer/eod_statements/${alphaStatement.id}.csv -H 'Authori
 
 # no key: 401
 curl -si ${base}/v1/acquirer/eod_statements
-`);
-
-  handleRunningSignals(logger, {
-    stop: () => {
-      policyFile.close();
-      upstream.closeAllConnections();
-      Promise.all([gateway.shutdown(), new Promise((resolve) => upstream.close(resolve))]).then(() => process.exit(0));
-    },
-    reload: () => void policyFile.reload('signal'),
-  });
+`;
 }
 
 main().catch((err: unknown) => {

@@ -1,4 +1,5 @@
-import { createSampleUpstream, listen, sampleStatements } from './sample-upstream.js';
+import { listen } from '../http/listen.js';
+import { createSampleUpstream, sampleStatements } from './sample-upstream.js';
 
 /**
  * The sample statements service on its own (examples/docker-compose.yml): PORT (default 8081),

@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 
 /**
  * A small stand-in for the statements service: the EOD endpoints, scoped by the acquirer header the
@@ -42,7 +41,19 @@ function csvFor(s: SampleStatement): string {
   return `date,merchant_id,transactions,amount,currency\r\n${s.date},m_1001,42,1234.56,EUR\r\n${s.date},m_1002,7,99.90,EUR\r\n`;
 }
 
-export function createSampleUpstream(statements: readonly SampleStatement[], acquirerHeader = 'x-acquirer-id'): http.Server {
+/** Statements per page of the list, as the API's pagination metadata counts them. */
+export const SAMPLE_PAGE_SIZE = 25;
+
+/** One page of an acquirer's statements, newest first, with the API's `meta`; `page` counts from 1. */
+function listPage(own: readonly SampleStatement[], page: number, perPage: number) {
+  const totalPages = Math.max(1, Math.ceil(own.length / perPage));
+  return {
+    eod_statements: own.slice((page - 1) * perPage, page * perPage).map(statementJson),
+    meta: { current_page: page, next_page: page < totalPages ? page + 1 : null, prev_page: page > 1 ? page - 1 : null, total_pages: totalPages, total_count: own.length },
+  };
+}
+
+export function createSampleUpstream(statements: readonly SampleStatement[], { acquirerHeader = 'x-acquirer-id', perPage = SAMPLE_PAGE_SIZE } = {}): http.Server {
   return http.createServer((req, res) => {
     const json = (status: number, body: unknown) => {
       res.writeHead(status, { 'content-type': 'application/json' });
@@ -50,14 +61,13 @@ export function createSampleUpstream(statements: readonly SampleStatement[], acq
     };
     const acquirerId = req.headers[acquirerHeader.toLowerCase()];
     if (typeof acquirerId !== 'string') return json(401, { error: 'no acquirer' });
-    const [path = ''] = (req.url ?? '').split('?');
+    const url = new URL(req.url ?? '/', 'http://sample');
+    const path = url.pathname;
     if (req.method !== 'GET') return json(405, { error: 'method not allowed' });
     if (path === '/v1/acquirer/eod_statements') {
       const own = statements.filter((s) => s.acquirerId === acquirerId).sort((a, b) => b.createdAt.localeCompare(a.createdAt));
-      return json(200, {
-        eod_statements: own.map(statementJson),
-        meta: { current_page: 1, next_page: null, prev_page: null, total_pages: 1, total_count: own.length },
-      });
+      // The gateway lets through only a page of 1 or more (the policy's positive_integer).
+      return json(200, listPage(own, Number(url.searchParams.get('page') ?? '1'), perPage));
     }
     const byId = /^\/v1\/acquirer\/eod_statements\/([0-9a-f-]{36})\.csv$/.exec(path);
     const byDate = /^\/v1\/acquirer\/eod_statements\/by_date\/(\d{4}-\d{2}-\d{2})\.csv$/.exec(path);
@@ -72,12 +82,4 @@ export function createSampleUpstream(statements: readonly SampleStatement[], acq
     res.writeHead(200, { 'content-type': 'text/csv; charset=utf-8', 'content-disposition': `attachment; filename="${statement.id}.csv"` });
     res.end(csvFor(statement));
   });
-}
-
-export async function listen(server: http.Server, port = 0, host = '127.0.0.1'): Promise<number> {
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => resolve());
-  });
-  return (server.address() as AddressInfo).port;
 }

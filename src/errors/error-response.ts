@@ -1,6 +1,7 @@
 import { STATUS_CODES, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { declaresBody } from '../net/request-body.js';
+import { closeAfterAnswer } from '../node-internals/outgoing-message.js';
 import { STATUS_MESSAGES, type ErrorStatus } from './codes.js';
 
 const CONTENT_TYPE = 'application/json; charset=utf-8';
@@ -46,7 +47,7 @@ export function sendError(res: ServerResponse, status: ErrorStatus, requestId: s
   // answer says `Connection: close` and Node closes the connection after it. (A request that
   // declares a body is judged a turn after its head, so one that came in the same read is whole.)
   const req = res.req as ServerResponse['req'] | undefined;
-  if (req !== undefined && !req.complete && declaresBody(req.headers)) res.shouldKeepAlive = false;
+  if (req !== undefined && !req.complete && declaresBody(req.headers)) closeAfterAnswer(res);
   for (const name of res.getHeaderNames()) res.removeHeader(name);
   const headers = { ...response.headers, 'x-request-id': requestId };
   // A 416 says how long the representation is (RFC 9110 §15.5.17), so the client can ask again.
@@ -85,12 +86,11 @@ export function cutResponse(res: ServerResponse): void {
 }
 
 /**
- * Closes a connection, cutting the answer under way on it, if any, as cutResponse cuts one: never a
- * close that would end a body framed only by its connection.
+ * Closes a connection, cutting the answer under way on it (`underWay`, the oldest it owes), if any,
+ * as cutResponse cuts one: never a close that would end a body framed only by its connection.
  */
-export function cutConnection(socket: Duplex): void {
-  const inFlight = (socket as Duplex & { _httpMessage?: ServerResponse | null })._httpMessage;
-  if (inFlight?.headersSent === true) return void cutResponse(inFlight);
+export function cutConnection(socket: Duplex, underWay: ServerResponse | undefined): void {
+  if (underWay?.headersSent === true) return void cutResponse(underWay);
   socket.destroy();
 }
 
@@ -99,13 +99,12 @@ export function cutConnection(socket: Duplex): void {
  * content type as every other error of that status, written raw, and the connection closed since
  * the parser cannot say where the next request would start.
  */
-export function sendRawError(socket: Duplex, status: ErrorStatus, requestId: string): void {
+export function sendRawError(socket: Duplex, status: ErrorStatus, requestId: string, underWay: ServerResponse | undefined): void {
   // The answer under way on this connection has begun (its request's body was malformed mid-way):
   // an error written now would land inside its body. Cutting keeps the truncation visible. (One owed
   // for an earlier request the caller does not answer this way at all.)
-  const inFlight = (socket as Duplex & { _httpMessage?: ServerResponse | null })._httpMessage;
-  if (inFlight?.headersSent === true || !socket.writable) {
-    cutConnection(socket);
+  if (underWay?.headersSent === true || !socket.writable) {
+    cutConnection(socket, underWay);
     return;
   }
   const { body, headers } = RESPONSES.get(status)!;

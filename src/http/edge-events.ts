@@ -8,7 +8,7 @@ import { peerText } from '../net/client-address.js';
 import { declaresBody } from '../net/request-body.js';
 import { methodLabel, UNMATCHED_ROUTE } from '../observability/metrics/labels.js';
 import type { GatewayMetrics } from '../observability/metrics/metrics.js';
-import { loggedPath } from '../app/request-observer.js';
+import { loggedPath, writeAccessLine } from '../observability/access-line.js';
 
 type RequestHandler = (req: http.IncomingMessage, res: http.ServerResponse) => void;
 
@@ -35,45 +35,27 @@ export function attachHttpEdge(server: http.Server, { app, answers, metrics, log
   const observeRefusal = (status: 400 | 431, code: 'BAD_REQUEST' | 'HEADERS_TOO_LARGE', requestId: string, socket: Socket, req?: http.IncomingMessage) => {
     metrics.requests.inc({ route: UNMATCHED_ROUTE, method: methodLabel(req?.method), status: String(status) });
     metrics.denials.inc({ reason: 'bad_request' });
-    logger.flat(
-      'info',
-      {
-        request_id: requestId,
-        method: req?.method ?? null,
-        path: req?.url === undefined ? null : loggedPath(req.url),
-        route: null,
-        status,
-        decision: 'bad_request',
-        code,
-        acquirer_id: null,
-        key_id: null,
-        client: peerText(socket),
-        duration_ms: null,
-        upstream_ms: null,
-        upstream_status: null,
-        completed: null,
-      },
-      'request',
-    );
+    writeAccessLine(logger.flat, requestId, req?.method ?? null, req?.url === undefined ? null : loggedPath(req.url), null, status, 'bad_request', code, null, null, peerText(socket), null, null, null, null);
   };
 
   // CONNECT is never a route; without a listener Node would drop the connection without a word.
   server.on('connect', (req: http.IncomingMessage, socket: Socket) => {
     const requestId = randomUUID();
     observeRefusal(400, 'BAD_REQUEST', requestId, socket, req);
-    sendRawError(socket, 400, requestId);
+    sendRawError(socket, 400, requestId, answers.answerUnderWay(socket));
   });
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
     // A reset or timed-out socket has nobody to answer; anything else is a malformed request.
-    if (err.code === 'ECONNRESET' || err.code === 'ERR_HTTP_REQUEST_TIMEOUT') return void cutConnection(socket);
+    const underWay = answers.answerUnderWay(socket as Socket);
+    if (err.code === 'ECONNRESET' || err.code === 'ERR_HTTP_REQUEST_TIMEOUT') return void cutConnection(socket, underWay);
     // Malformed bytes behind an answer still owed for an earlier request: written now, the error would
     // go out in that answer's place (or inside its body). The connection is cut, unanswered, and a
     // client that pipelines retries what was left (RFC 9112 §9.3.2).
-    if (answers.owesEarlierAnswer(socket as Socket)) return void cutConnection(socket);
+    if (answers.owesEarlierAnswer(socket as Socket)) return void cutConnection(socket, underWay);
     const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
     const requestId = randomUUID();
     observeRefusal(status, status === 431 ? 'HEADERS_TOO_LARGE' : 'BAD_REQUEST', requestId, socket as Socket);
-    sendRawError(socket, status, requestId);
+    sendRawError(socket, status, requestId, underWay);
   });
 
   /**

@@ -2,6 +2,8 @@ import type http from 'node:http';
 import type { Socket } from 'node:net';
 import { cutConnection } from '../errors/error-response.js';
 import { declaresBody } from '../net/request-body.js';
+import type { IdleAwareServer } from '../node-internals/idle-connections.js';
+import { closeAfterAnswer } from '../node-internals/outgoing-message.js';
 
 /**
  * Requests one connection may have waiting behind the answers before them. An HTTP/1.1 client that
@@ -39,6 +41,8 @@ export interface ConnectionAnswers {
    * its 400.
    */
   owesEarlierAnswer(socket: Socket): boolean;
+  /** The answer the connection is writing or will write next, if any: the oldest not yet finished. */
+  answerUnderWay(socket: Socket): http.ServerResponse | undefined;
   /**
    * From now on, the last answer still to start on each connection says `Connection: close`, and
    * connections close once idle (`server.close()` closes the idle ones of the moment).
@@ -50,10 +54,10 @@ export interface ConnectionAnswers {
 
 /**
  * Keeps, for every connection of `server`, the answers it owes in order: what the pipelining limit
- * counts, what a parse error must not jump ahead of, and what the drain waits for. Replaces the
- * server's `closeIdleConnections` with one that waits for those answers to be written.
+ * counts, what a parse error must not jump ahead of, and what the drain waits for. The server's idle
+ * connections are the ones whose answers are all written (isIdle).
  */
-export function trackConnectionAnswers(server: http.Server, onPipelineLimit: (socket: Socket) => void): ConnectionAnswers {
+export function trackConnectionAnswers(server: IdleAwareServer, onPipelineLimit: (socket: Socket) => void): ConnectionAnswers {
   let draining = false;
   const connections = new Set<TrackedSocket>();
   server.on('connection', (socket: TrackedSocket) => {
@@ -66,9 +70,10 @@ export function trackConnectionAnswers(server: http.Server, onPipelineLimit: (so
    * answer was lost, and an HTTP/1.0 client took the short body for whole. Here a connection is idle
    * when every answer on it has finished, its bytes all handed to the kernel.
    */
-  server.closeIdleConnections = () => {
+  server.closeIdle = () => {
     for (const socket of connections) if (isIdle(socket)) socket.destroy();
   };
+  const underWay = (socket: Socket) => (socket as TrackedSocket)[PENDING]?.[0];
   /**
    * While draining, the last answer still to start on a connection says `Connection: close`, and
    * Node closes the connection after it: a client is told before it sends another request, rather
@@ -79,7 +84,7 @@ export function trackConnectionAnswers(server: http.Server, onPipelineLimit: (so
    */
   const closeAfterLast = (pending: readonly http.ServerResponse[]) => {
     const last = pending.at(-1);
-    if (last !== undefined && !last.headersSent) last.shouldKeepAlive = false;
+    if (last !== undefined && !last.headersSent) closeAfterAnswer(last);
   };
   // One listener function for every response, not a closure per request (nor a second listener):
   // the answer is taken off its connection's queue (answers finish in the order they were asked),
@@ -109,7 +114,7 @@ export function trackConnectionAnswers(server: http.Server, onPipelineLimit: (so
       if (draining) closeAfterLast(pending);
       if (pending.length > MAX_PIPELINED_REQUESTS) {
         onPipelineLimit(socket);
-        cutConnection(socket);
+        cutConnection(socket, underWay(socket));
         return false;
       }
       return true;
@@ -121,12 +126,13 @@ export function trackConnectionAnswers(server: http.Server, onPipelineLimit: (so
       const req = pending[0]!.req;
       return !(declaresBody(req.headers) && !req.complete);
     },
+    answerUnderWay: underWay,
     drain() {
       draining = true;
       for (const socket of connections) closeAfterLast(socket[PENDING] ?? []);
     },
     cutAll() {
-      for (const socket of connections) cutConnection(socket);
+      for (const socket of connections) cutConnection(socket, underWay(socket));
     },
   };
 }

@@ -78,12 +78,12 @@ export function handleRunningSignals(logger: Logger, actions: RunningSignalActio
   let stopping = false;
   const onEnding = (signal: NodeJS.Signals) => {
     if (stopping) {
-      logger.warn({ signal }, 'second signal: exiting now');
+      logger.event('second_signal', { signal });
       actions.stopNow?.();
       process.exit(1);
     }
     stopping = true;
-    logger.info({ signal }, 'signal received');
+    logger.event('signal_received', { signal });
     actions.stop(signal);
   };
   for (const signal of ENDING) process.on(signal, onEnding);

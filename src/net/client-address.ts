@@ -1,3 +1,4 @@
+import type { IncomingHttpHeaders } from 'node:http';
 import type { Socket } from 'node:net';
 import { parseAddress, type IpAddress, type IpAllowlist } from './ip-allowlist.js';
 
@@ -59,4 +60,19 @@ export function resolveClientAddress(peer: IpAddress | null, forwardedFor: strin
   }
   if (hops.length > MAX_FORWARDED_HOPS) return null; // trusted as far as it was looked at, and no further
   return client; // every hop is a trusted proxy: the left-most is as far as we can see
+}
+
+/**
+ * The client of a request, as judged: the socket peer, or the X-Forwarded-For walk when the peer is
+ * a trusted proxy (resolveClientAddress); null when it cannot be known. The one decision both the
+ * IP whitelist and the access line use.
+ */
+export function requestClient(peer: IpAddress | null, headers: IncomingHttpHeaders, trustedProxies: IpAllowlist | null): IpAddress | null {
+  const forwardedFor = headers['x-forwarded-for'];
+  return resolveClientAddress(peer, typeof forwardedFor === 'string' ? forwardedFor : undefined, trustedProxies);
+}
+
+/** A client address as logs show it, or null. */
+export function clientText(client: IpAddress | null): string | null {
+  return client === null ? null : addressText(client);
 }

@@ -93,7 +93,7 @@ export class PolicyFile {
       if (name !== null && name !== base && !name.startsWith('..')) return;
       this.#reloadSoon();
     });
-    this.#watcher.on('error', (err) => this.#options.logger.error({ err, file: this.#file }, 'policy file watch failed; reload with SIGHUP'));
+    this.#watcher.on('error', (err) => this.#options.logger.event('policy_watch_failed', { err, file: this.#file }));
     // Through the same wait for quiet as the events, and only for a status other than the one last
     // read: an edit the directory's events announced is not read a second time.
     this.#poll = (current) => {
@@ -152,10 +152,7 @@ export class PolicyFile {
     const running = this.#accepted.policy;
     if (!result.ok) {
       reloads.inc({ result: 'failure' });
-      logger.error(
-        { file: this.#file, trigger, errors: result.errors.map(formatPolicyError), running: running.contentHash },
-        'policy reload refused; the running policy stays',
-      );
+      logger.event('policy_reload_refused', { file: this.#file, trigger, errors: result.errors.map(formatPolicyError), running: running.contentHash });
       return 'failure';
     }
     if (result.policy.contentHash === running.contentHash) {
@@ -164,7 +161,7 @@ export class PolicyFile {
     }
     this.#accepted = { policy: result.policy, source: result.source };
     reloads.inc({ result: 'success' });
-    logger.info({ file: this.#file, trigger, from: running.contentHash, to: result.policy.contentHash, routes: result.policy.routes.length }, 'policy reloaded');
+    logger.event('policy_reloaded', { file: this.#file, trigger, from: running.contentHash, to: result.policy.contentHash, routes: result.policy.routes.length });
     onAccepted(this.#accepted);
     return 'success';
   }

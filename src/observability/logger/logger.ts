@@ -1,6 +1,6 @@
 import { fstatSync } from 'node:fs';
 import { pino, stdSerializers, type Logger as PinoLogger } from 'pino';
-import { LOG_EVENTS, type LogEvent } from './log-events.js';
+import { LOG_EVENTS, type LogEvent, type LogLevel } from './log-events.js';
 import { LogWriter, PIPE_BUF } from './log-writer.js';
 import { redactSecrets } from '../../secrets/redact.js';
 
@@ -246,7 +246,12 @@ const LEVEL_VALUES = { info: 30, warn: 40 } as const;
  * into a URL or echoed by a library error never reaches a log. `sharedStdout`: other processes write
  * to the same stdout (WORKERS above 1), so blocks stay within PIPE_BUF and lines never mix.
  */
-export function createLogger(level = 'info', destination: LineSink | undefined = undefined, fields: Record<string, unknown> = {}, { sharedStdout = false } = {}): Logger {
+export function createLogger(
+  level = 'info',
+  destination: LineSink | undefined = undefined,
+  fields: Record<string, unknown> = {},
+  { sharedStdout = false, eventLevels = {} }: { sharedStdout?: boolean; eventLevels?: Partial<Record<LogEvent, LogLevel>> } = {},
+): Logger {
   const base = { service: 'acquirer-gateway', ...fields };
   const shared = sharedStdout || stdoutIsStderr();
   const sink = destination ?? bufferedStdout(shared ? PIPE_BUF : SOLE_WRITER_BLOCK_BYTES, shared);
@@ -283,7 +288,7 @@ export function createLogger(level = 'info', destination: LineSink | undefined =
   };
   const event = (name: LogEvent, fields?: Readonly<Record<string, unknown>>): void => {
     const { level, msg } = LOG_EVENTS[name];
-    logger[level]({ event: name, ...fields }, msg);
+    logger[eventLevels[name] ?? level]({ event: name, ...fields }, msg);
   };
   return Object.assign(logger, { flat, event });
 }

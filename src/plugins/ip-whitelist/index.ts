@@ -1,6 +1,6 @@
 import type { RequestHandler } from 'express';
 import { GatewayError } from '../../errors/gateway-error.js';
-import { addressText, peerAddress, resolveClientAddress } from '../../net/client-address.js';
+import { clientText, peerAddress, requestClient } from '../../net/client-address.js';
 import type { IpAllowlist } from '../../net/ip-allowlist.js';
 
 export interface IpWhitelistDeps {
@@ -15,9 +15,8 @@ export function createIpWhitelist({ trustedProxies }: IpWhitelistDeps): RequestH
   return function ipWhitelist(req, res, next) {
     const allowlist = res.locals.key!.allowlist;
     if (allowlist !== null) {
-      const forwardedFor = req.headers['x-forwarded-for'];
-      const client = resolveClientAddress(peerAddress(req.socket), typeof forwardedFor === 'string' ? forwardedFor : undefined, trustedProxies);
-      res.locals.clientAddress = client === null ? null : addressText(client);
+      const client = requestClient(peerAddress(req.socket), req.headers, trustedProxies);
+      res.locals.clientAddress = clientText(client);
       if (client === null || !allowlist.contains(client)) throw new GatewayError('IP_NOT_ALLOWED');
     }
     next();

@@ -1,6 +1,7 @@
 import type { RequestHandler, Response } from 'express';
 import type { ErrorCode } from '../../errors/codes.js';
 import { GatewayError } from '../../errors/gateway-error.js';
+import { closeAfterAnswer } from '../../node-internals/outgoing-message.js';
 
 /**
  * Step 0: requests whose framing the gateway and the upstream could read differently are refused
@@ -17,7 +18,7 @@ export const MAX_HEADER_COUNT = 100;
  * more, so a request pipelined behind it would wait unanswered until the keep-alive timeout.
  */
 function refuse(res: Response, code: ErrorCode): never {
-  res.shouldKeepAlive = false;
+  closeAfterAnswer(res);
   throw new GatewayError(code);
 }
 

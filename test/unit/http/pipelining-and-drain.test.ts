@@ -1,6 +1,7 @@
 import http from 'node:http';
 import net from 'node:net';
 import { isIdle, trackConnectionAnswers } from '../../../src/http/pipelining-and-drain.js';
+import { IdleAwareServer } from '../../../src/node-internals/idle-connections.js';
 import { waitFor } from '../../helpers/wait.js';
 
 /**
@@ -56,7 +57,7 @@ describe('the drain', () => {
   const BODY_BYTES = 32 * 1024 * 1024; // more than the kernel takes while the client reads nothing
 
   it('closes a connection whose answer has ended only once its last bytes are written', async () => {
-    const server = http.createServer();
+    const server = new IdleAwareServer();
     const answers = trackConnectionAnswers(server, () => undefined);
     let answered: http.ServerResponse | undefined;
     server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {

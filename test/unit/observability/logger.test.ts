@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import fc from 'fast-check';
 import { createLogger } from '../../../src/observability/logger/logger.js';
-import { loggedPath } from '../../../src/app/request-observer.js';
+import { loggedPath } from '../../../src/observability/access-line.js';
 
 const KEY = `acquirer_key_${'S'.repeat(43)}`;
 

@@ -1,0 +1,61 @@
+/**
+ * @module
+ * The access line: one per request, `"event":"request"`, with the same fields in the same order
+ * whoever writes it (the app's observer, or the HTTP edge for requests refused before the app).
+ */
+import type { FlatRecord, Logger } from './logger/logger.js';
+import { redactKeysAndBodies } from '../secrets/redact.js';
+
+/**
+ * The request-target as an access line shows it: cut at 512 characters, and a key's random part on
+ * its own replaced (a whole key, prefix and all, the logger redacts in every string).
+ */
+export function loggedPath(url: string): string {
+  return redactKeysAndBodies(url.length > 512 ? url.slice(0, 512) + '…' : url);
+}
+
+/**
+ * Writes the access line. Its fields, in order (null for what was never known): the request id,
+ * method, path (loggedPath), route id, status (0: none reached the client), decision, error code,
+ * acquirer id, key id, client address as judged, duration and upstream time in ms (to the
+ * microsecond), the upstream status the gateway replaced, whether the response completed. Taken as
+ * arguments, not a record, so that the one record is built here, in this order (docs/performance.md).
+ * 5xx and answers that never completed are written at `warn`, the rest at `info`.
+ */
+export function writeAccessLine(
+  /** The logger's `flat`, taken off it once: pino's logger is a hash table to V8, and each look at it costs. */
+  write: Logger['flat'],
+  requestId: string,
+  method: string | null,
+  path: string | null,
+  route: string | null,
+  status: number,
+  decision: string,
+  code: string | null,
+  acquirerId: string | null,
+  keyId: string | null,
+  client: string | null,
+  durationMs: number | null,
+  upstreamMs: number | null,
+  upstreamStatus: number | null,
+  completed: boolean | null,
+): void {
+  const line: FlatRecord = {
+    event: 'request',
+    request_id: requestId,
+    method,
+    path,
+    route,
+    status,
+    decision,
+    code,
+    acquirer_id: acquirerId,
+    key_id: keyId,
+    client,
+    duration_ms: durationMs,
+    upstream_ms: upstreamMs,
+    upstream_status: upstreamStatus,
+    completed,
+  };
+  write(status >= 500 || completed === false ? 'warn' : 'info', line, 'request');
+}
