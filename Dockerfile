@@ -18,6 +18,8 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY --from=build /app/dist ./dist
+# The Node.js version check the command runs first (dist/cli.js imports it).
+COPY scripts/require-node.mjs ./scripts/
 # The shipped policy; mount your own over /app/policies (the gateway reloads it when it changes).
 COPY policies ./policies
 USER node

@@ -14,14 +14,24 @@
 // Only these three are loaded before the command is known. Each command's modules are imported when it
 // runs: loading the gateway's (Express, ioredis, prom-client …) is most of `serve`'s start-up, and
 // its signal handling has to begin before that (signals.ts).
-import { CommandError, PolicyInvalid, UsageError, wantsHelp } from './cli/usage-error.js';
+// First: on an older Node.js, one line saying which is needed, and exit 1 (nothing else has run).
+import '../scripts/require-node.mjs';
+import { CommandError, PolicyInvalid, UsageError, wantsHelp } from './cli/command-line.js';
 import { redactKeysAndBodies } from './secrets/redact.js';
 import { holdSignalsDuringStartUp } from './lifecycle/signals.js';
+import { readFileSync } from 'node:fs';
 
-const USAGE = `usage: acquirer-gateway <command>
-  serve              run the gateway (configuration from the environment or --flags; see README)
-  keys <subcommand>  create, update, disable, show and list API keys in Redis
-  policy <subcommand> check, diff and list the route policy`;
+const USAGE = `usage: acquirer-gateway <command> [options]
+  serve                run the gateway (settings from the environment, or flags)
+  keys <subcommand>    create, update, disable, show and list API keys in Redis
+  policy <subcommand>  check a route policy, review a change to it, list its routes
+  --version            print the version
+\`acquirer-gateway <command> --help\` describes each.`;
+
+/** The package's version, as npm and the image know it. */
+function version(): string {
+  return (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+}
 
 async function main(argv: string[]): Promise<void> {
   const [command, ...args] = argv;
@@ -49,12 +59,17 @@ async function main(argv: string[]): Promise<void> {
         err: (line) => process.stderr.write(redactKeysAndBodies(line) + '\n'),
       });
     }
-    case undefined:
     case '--help':
     case '-h':
     case 'help':
       process.stdout.write(USAGE + '\n');
       return;
+    case '--version':
+    case '-v':
+      process.stdout.write(version() + '\n');
+      return;
+    case undefined:
+      throw new UsageError(`a command is needed\n${USAGE}`);
     default:
       throw new UsageError(`unknown command "${command}"\n${USAGE}`);
   }

@@ -1,26 +1,33 @@
 import cluster from 'node:cluster';
 import { runPrimary, WorkerStartError } from '../cluster/primary.js';
 import { policyFromPrimary, serveAsWorker } from '../cluster/worker.js';
-import { CONFIG_FIELDS, ConfigError, flagName, loadConfig, type Config } from '../config/env.js';
+import { CONFIG_FIELDS, type Config } from '../config/env.js';
+import { ConfigError, flagName, loadConfig } from '../config/load-config.js';
 import { loadPolicyOrThrow, PolicyLoadError } from '../policy/load.js';
 import { PolicyFile } from '../policy/watch.js';
 import { createLogger, type Logger } from '../observability/logger/logger.js';
 import { ListenError, startGateway } from '../gateway.js';
 import { shutdownThenExit } from '../lifecycle/exit.js';
 import { handleRunningSignals, type StartUpSignals } from '../lifecycle/signals.js';
-import { CommandError, parseCommandLine, UsageError } from './usage-error.js';
+import { CommandError, parseCommandLine, UsageError } from './command-line.js';
 
 const SERVE_FLAGS = Object.fromEntries(
   Object.values(CONFIG_FIELDS).map((spec) => [flagName(spec.env), { type: 'string' as const }]),
 );
 
-/** Every setting, as a flag and as its variable, from the one config schema. */
+/** Every setting, one line each, from the one config schema; the whole story is in docs/configuration.md. */
 export function serveUsage(): string {
   const lines = Object.values(CONFIG_FIELDS).map((spec) => {
-    const fallback = spec.default === undefined ? 'required' : `default ${JSON.stringify(spec.default)}`;
-    return `  --${flagName(spec.env)} (${spec.env}; ${fallback})\n      ${spec.description}`;
+    const fallback = spec.default === undefined ? 'required' : spec.default === '' ? 'none' : spec.default;
+    return `  --${flagName(spec.env).padEnd(26)} ${spec.summary} [${fallback}]`;
   });
-  return ['usage: acquirer-gateway serve [--flag value …]', 'Each setting is a flag or its environment variable (the flag wins):', ...lines].join('\n');
+  return [
+    'usage: acquirer-gateway serve [--flag value …]',
+    'Runs the gateway. Each setting is an environment variable (PORT) or the flag of that name',
+    '(--port); the flag wins. [default]',
+    ...lines,
+    'Every setting, what it does and why: docs/configuration.md.',
+  ].join('\n');
 }
 
 /**

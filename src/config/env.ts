@@ -1,7 +1,10 @@
-import { isIP } from 'node:net';
-import { availableParallelism } from 'node:os';
+/**
+ * @module
+ * Every setting of `serve`, read from the environment or a flag of the same name, checked once at
+ * start-up: a bad value stops start-up with one line naming the variable.
+ */
 import { z } from 'zod';
-import { compileAllowlist, familyCoveredWhole, parseCidr, type IpAllowlist } from '../net/ip-allowlist.js';
+import type { IpAllowlist } from '../net/ip-allowlist.js';
 import {
   DEFAULT_ADMIN_HOST,
   DEFAULT_ADMIN_PORT,
@@ -24,78 +27,15 @@ import {
   DEFAULT_UPSTREAM_MAX_SOCKETS,
   DEFAULT_UPSTREAM_TIMEOUT_MS,
   DEFAULT_WORKER_UNRESPONSIVE_MS,
-  halfOfPool,
 } from './defaults.js';
+import { booleanText, cidrList, httpOrigin, integer, ipLiteral, logLevel, redisUrl, shareOfPool, workerCount } from './setting-types.js';
 
-const integer = (min: number, max: number) =>
-  z
-    .string()
-    .regex(/^[0-9]+$/, `must be an integer from ${min} to ${max}`)
-    .transform(Number)
-    .refine((n) => n >= min && n <= max, `must be an integer from ${min} to ${max}`);
-
-/** `auto`: one per core the process may use. */
-const workerCount = z.string().transform((text, ctx) => {
-  if (text === 'auto') return availableParallelism();
-  const n = /^[0-9]+$/.test(text) ? Number(text) : NaN;
-  if (!(n >= 1 && n <= 256)) ctx.addIssue({ code: 'custom', message: 'must be auto or an integer from 1 to 256' });
-  return n;
-});
-/** `half` (UPSTREAM_MAX_SOCKETS's, rounded up: resolved by loadConfig, as 0 here) or a count. */
-const shareOfPool = z.string().transform((text, ctx) => {
-  if (text === 'half') return 0;
-  const n = /^[0-9]+$/.test(text) ? Number(text) : NaN;
-  if (!(n >= 1 && n <= 65535)) ctx.addIssue({ code: 'custom', message: 'must be half or an integer from 1 to 65535' });
-  return n;
-});
-const httpOrigin = z.string().superRefine((text, ctx) => {
-  let url: URL;
-  try {
-    url = new URL(text);
-  } catch {
-    ctx.addIssue({ code: 'custom', message: 'must be an absolute http:// or https:// URL' });
-    return;
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') ctx.addIssue({ code: 'custom', message: 'must use http or https' });
-  else if (url.username || url.password) ctx.addIssue({ code: 'custom', message: 'must not contain credentials' });
-  else if (url.pathname !== '/' || url.search || url.hash) {
-    // The path a client asked for goes upstream exactly as matched; a base path would change it.
-    ctx.addIssue({ code: 'custom', message: 'must be an origin (scheme, host, port) without path, query or fragment' });
-  }
-});
-
-/**
- * The database is the path's number and nothing else: ioredis reads any other path as database 0
- * (after a failed SELECT), and takes options from a query (`?db=`, `?password=`), so either would
- * have the gateway check keys against another set than the one named.
- */
-const redisUrl = z.string().superRefine((text, ctx) => {
-  let url: URL;
-  try {
-    url = new URL(text);
-  } catch {
-    return void ctx.addIssue({ code: 'custom', message: 'must be a redis:// or rediss:// URL' });
-  }
-  if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') ctx.addIssue({ code: 'custom', message: 'must use redis:// or rediss://' });
-  else if (!/^(?:\/(?:0|[1-9]\d{0,8})?)?$/.test(url.pathname)) ctx.addIssue({ code: 'custom', message: 'the path must be a database number (redis://host:6379/2), or nothing' });
-  else if (url.search !== '' || url.hash !== '') ctx.addIssue({ code: 'custom', message: 'must not have a query or fragment (the database is the path: redis://host:6379/2)' });
-});
-
-const cidrList = z.string().transform((text, ctx) => {
-  const cidrs: string[] = [];
-  for (const entry of text.split(',').map((s) => s.trim()).filter((s) => s !== '')) {
-    const parsed = parseCidr(entry);
-    if (!parsed.ok) ctx.addIssue({ code: 'custom', message: `"${entry}": ${parsed.reason}${parsed.everyAddress ? "; list exactly the proxies' addresses" : ''}` });
-    else cidrs.push(parsed.cidr);
-  }
-  const whole = familyCoveredWhole(cidrs);
-  if (whole !== null) ctx.addIssue({ code: 'custom', message: `together these trust every ${whole} address` });
-  return cidrs;
-});
-
-interface FieldSpec<T> {
+export interface FieldSpec<T> {
   readonly env: string;
   readonly default: string | undefined;
+  /** One line for `serve --help` (at most 56 characters). */
+  readonly summary: string;
+  /** The whole story, for docs/configuration.md (generated from these: `npm run docs`). */
   readonly description: string;
   readonly schema: z.ZodType<T, string>;
   /** Never echo the value in an error: it may hold a password. */
@@ -104,35 +44,209 @@ interface FieldSpec<T> {
 
 const field = <T>(spec: FieldSpec<T>) => spec;
 
-/** Every setting of `serve`: one place for names, defaults, validation and the README's table. */
+/** Every setting of `serve`: one place for names, defaults, validation and their documentation. */
 export const CONFIG_FIELDS = {
-  port: field({ env: 'PORT', default: String(DEFAULT_PORT), description: 'Public listener port (0: any free port).', schema: integer(0, 65535) }),
-  host: field({ env: 'HOST', default: DEFAULT_HOST, description: 'Bind address, an IP literal (`::` is dual-stack).', schema: z.string().refine((h) => isIP(h) !== 0, 'must be an IPv4 or IPv6 address, e.g. :: or 127.0.0.1') }),
-  adminPort: field({ env: 'ADMIN_PORT', default: String(DEFAULT_ADMIN_PORT), description: 'Admin listener port: /metrics, /healthz, /readyz (0: any free port).', schema: integer(0, 65535) }),
-  adminHost: field({ env: 'ADMIN_HOST', default: DEFAULT_ADMIN_HOST, description: 'Admin bind address, an IP literal. Keep it off the public network.', schema: z.string().refine((h) => isIP(h) !== 0, 'must be an IPv4 or IPv6 address, e.g. 127.0.0.1') }),
-  upstreamUrl: field({ env: 'UPSTREAM_URL', default: undefined, description: 'The statements service, as an origin (`http://host:port`). Required.', schema: httpOrigin, secret: true }),
-  redisUrl: field({ env: 'REDIS_URL', default: DEFAULT_REDIS_URL, description: 'The key store.', schema: redisUrl, secret: true }),
-  redisKeyPrefix: field({ env: 'REDIS_KEY_PREFIX', default: DEFAULT_REDIS_KEY_PREFIX, description: 'Namespace of every Redis key and channel the gateway uses.', schema: z.string().min(1, 'must not be empty') }),
-  policyFile: field({ env: 'POLICY_FILE', default: DEFAULT_POLICY_FILE, description: 'The route policy.', schema: z.string().min(1, 'must not be empty') }),
-  policyWatch: field({ env: 'POLICY_WATCH', default: 'true', description: 'Reload the policy when its file changes (SIGHUP always reloads).', schema: z.enum(['true', 'false'], 'must be true or false').transform((v) => v === 'true') }),
-  trustedProxies: field({ env: 'TRUSTED_PROXIES', default: '', description: 'Comma-separated IPs/CIDRs whose `X-Forwarded-For` is believed.', schema: cidrList }),
-  upstreamTimeoutMs: field({ env: 'UPSTREAM_TIMEOUT_MS', default: String(DEFAULT_UPSTREAM_TIMEOUT_MS), description: 'Time allowed for the upstream to start answering (response headers); then 504.', schema: integer(1, 3_600_000) }),
-  streamIdleTimeoutMs: field({ env: 'STREAM_IDLE_TIMEOUT_MS', default: String(DEFAULT_STREAM_IDLE_TIMEOUT_MS), description: 'Once an answer is streaming to the client: no byte passing for this long (a client that stopped reading, an upstream that stopped sending) cuts both connections.', schema: integer(1000, 3_600_000) }),
-  upstreamMaxSockets: field({ env: 'UPSTREAM_MAX_SOCKETS', default: String(DEFAULT_UPSTREAM_MAX_SOCKETS), description: 'Keep-alive connections to the upstream, at most. A request waits for one while all are busy, within UPSTREAM_TIMEOUT_MS (then 504, counted as kind="pool_exhausted").', schema: integer(1, 65535) }),
-  acquirerMaxInFlight: field({ env: 'ACQUIRER_MAX_IN_FLIGHT', default: 'half', description: 'Requests of one acquirer being proxied at once, at most (each process); one more is answered 429 with Retry-After: 1. `half`: half of UPSTREAM_MAX_SOCKETS (rounded up), so one acquirer cannot hold every upstream connection.', schema: shareOfPool }),
-  redisCommandTimeoutMs: field({ env: 'REDIS_COMMAND_TIMEOUT_MS', default: String(DEFAULT_REDIS_COMMAND_TIMEOUT_MS), description: 'A key lookup Redis does not answer in this time fails (503 unless cached).', schema: integer(1, 60_000) }),
-  keyCacheTtlMs: field({ env: 'KEY_CACHE_TTL_MS', default: String(DEFAULT_KEY_CACHE_TTL_MS), description: 'How long a valid key is trusted in-process before Redis is asked again. Changes arrive sooner by pub/sub.', schema: integer(0, 86_400_000) }),
-  keyCacheMaxEntries: field({ env: 'KEY_CACHE_MAX_ENTRIES', default: String(DEFAULT_KEY_CACHE_MAX_ENTRIES), description: 'Keys kept in-process, at most (least recently used go first). Unknown keys have a cache of the same size of their own. Both reserve their memory at start-up, about 16 bytes an entry each, in every process: 10,000,000 takes about 300 MiB before any key is cached.', schema: integer(1, 10_000_000) }),
-  keyNegativeCacheTtlMs: field({ env: 'KEY_NEGATIVE_CACHE_TTL_MS', default: String(DEFAULT_NEGATIVE_CACHE_TTL_MS), description: 'How long an unknown key is remembered as unknown.', schema: integer(0, 3_600_000) }),
-  keyOutageGraceMs: field({ env: 'KEY_OUTAGE_GRACE_MS', default: String(DEFAULT_OUTAGE_GRACE_MS), description: 'While Redis is unreachable, keys already cached keep working this long; then every request gets 503.', schema: integer(0, 3_600_000) }),
-  headersTimeoutMs: field({ env: 'HEADERS_TIMEOUT_MS', default: String(DEFAULT_HEADERS_TIMEOUT_MS), description: 'Time a client has to send the whole request head; then the connection is closed.', schema: integer(1000, 600_000) }),
-  requestTimeoutMs: field({ env: 'REQUEST_TIMEOUT_MS', default: String(DEFAULT_REQUEST_TIMEOUT_MS), description: 'Time a client has to send the whole request (head and body).', schema: integer(1000, 3_600_000) }),
-  keepAliveTimeoutMs: field({ env: 'KEEP_ALIVE_TIMEOUT_MS', default: String(DEFAULT_KEEP_ALIVE_TIMEOUT_MS), description: 'How long an idle client keep-alive connection is kept open, as the `Keep-Alive: timeout=` header says (in whole seconds, rounded down). Node closes it a second after that (its keepAliveTimeoutBuffer), so a client that believes the header never sends a request into a closing connection. At least 1: Node reads 0 as no limit at all.', schema: integer(1, 600_000) }),
-  maxConnections: field({ env: 'MAX_CONNECTIONS', default: String(DEFAULT_MAX_CONNECTIONS), description: 'Client connections open at once, at most (each process, with WORKERS); one accepted beyond it is closed at once, without an answer. Keeps a flood of idle connections from taking the descriptors and memory that the upstream, Redis and the clients already served need.', schema: integer(1, 1_000_000) }),
-  shutdownTimeoutMs: field({ env: 'SHUTDOWN_TIMEOUT_MS', default: String(DEFAULT_SHUTDOWN_TIMEOUT_MS), description: 'On SIGTERM/SIGINT, how long requests in flight (downloads too) may take to finish before connections are closed.', schema: integer(0, 3_600_000) }),
-  workers: field({ env: 'WORKERS', default: '1', description: 'Processes serving requests. 1: this process. More (or `auto`, one per core): a node:cluster primary forks that many workers sharing the port, serves the admin endpoints for all of them and replaces a worker that dies.', schema: workerCount }),
-  workerUnresponsiveMs: field({ env: 'WORKER_UNRESPONSIVE_MS', default: String(DEFAULT_WORKER_UNRESPONSIVE_MS), description: 'With WORKERS above 1: a worker that has answered none of the primary\'s questions (one every 2 s) for about this long, or has not started within it, is killed and replaced.', schema: integer(4_000, 600_000) }),
-  logLevel: field({ env: 'LOG_LEVEL', default: 'info', description: 'fatal, error, warn, info, debug, trace or silent.', schema: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'must be one of fatal, error, warn, info, debug, trace, silent') }),
+  port: field({
+    env: 'PORT',
+    default: String(DEFAULT_PORT),
+    summary: 'public listener port (0: any free port)',
+    description: 'Public listener port (0: any free port).',
+    schema: integer(0, 65535),
+  }),
+  host: field({
+    env: 'HOST',
+    default: DEFAULT_HOST,
+    summary: 'public bind address, an IP literal',
+    description: 'Bind address of the public listener, an IP literal (`::` is dual-stack). `npm start` binds `127.0.0.1` unless `HOST` is set: it mints live keys.',
+    schema: ipLiteral(':: or 127.0.0.1'),
+  }),
+  adminPort: field({
+    env: 'ADMIN_PORT',
+    default: String(DEFAULT_ADMIN_PORT),
+    summary: 'admin listener port: /metrics, /healthz, /readyz',
+    description: 'Admin listener port: `/metrics`, `/healthz`, `/readyz` (0: any free port).',
+    schema: integer(0, 65535),
+  }),
+  adminHost: field({
+    env: 'ADMIN_HOST',
+    default: DEFAULT_ADMIN_HOST,
+    summary: 'admin bind address, an IP literal',
+    description: 'Admin bind address, an IP literal. Keep it off the public network: the container image sets `0.0.0.0`, so publish the port only to your monitoring network.',
+    schema: ipLiteral('127.0.0.1'),
+  }),
+  upstreamUrl: field({
+    env: 'UPSTREAM_URL',
+    default: undefined,
+    summary: 'the legacy service, as an origin: http://host:port',
+    description: 'The service behind the gateway, as an origin (`http://host:port`, or `https://`). A path, query or credentials are refused: the path a client asked for goes upstream exactly as matched. Never echoed in errors.',
+    schema: httpOrigin,
+    secret: true,
+  }),
+  redisUrl: field({
+    env: 'REDIS_URL',
+    default: DEFAULT_REDIS_URL,
+    summary: 'the key store: redis://host:port/db',
+    description:
+      'The key store. Its user and password are never echoed: errors name only its scheme, host and port. The database is the path\'s number (`redis://redis:6379/2`) or nothing (0); any other path, and any query (ioredis would take `?db=` or `?password=` from it), is refused. A database this Redis refuses (`ERR DB index is out of range`) leaves the key store unavailable, logged at `warn` and tried again every second (every key answers 503; key commands fail with the reason): ioredis would otherwise go on on database 0, another set of keys. Key commands connect once and never reconnect: on a new connection ioredis would send what was queued before a refused database could be noticed.',
+    schema: redisUrl,
+    secret: true,
+  }),
+  redisKeyPrefix: field({
+    env: 'REDIS_KEY_PREFIX',
+    default: DEFAULT_REDIS_KEY_PREFIX,
+    summary: 'namespace of every Redis key and channel used',
+    description: 'Namespace of every Redis key and channel the gateway uses.',
+    schema: z.string().min(1, 'must not be empty'),
+  }),
+  policyFile: field({
+    env: 'POLICY_FILE',
+    default: DEFAULT_POLICY_FILE,
+    summary: 'the route policy (docs/policy.md)',
+    description: 'The route policy (docs/policy.md). At most 256 KiB.',
+    schema: z.string().min(1, 'must not be empty'),
+  }),
+  policyWatch: field({
+    env: 'POLICY_WATCH',
+    default: 'true',
+    summary: 'reload the policy when its file changes',
+    description: 'Reload the policy when its file changes (`false`: only on SIGHUP, which always reloads).',
+    schema: booleanText,
+  }),
+  trustedProxies: field({
+    env: 'TRUSTED_PROXIES',
+    default: '',
+    summary: 'IPs/CIDRs whose X-Forwarded-For is believed',
+    description:
+      'Comma-separated IPs and CIDRs whose `X-Forwarded-For` is believed: exactly the load balancers in front of the gateway. Checked as `--allow-ip` is: a `/0`, or entries that together cover every IPv4 or every IPv6 address, would let any client name its own address, and are refused.',
+    schema: cidrList,
+  }),
+  upstreamTimeoutMs: field({
+    env: 'UPSTREAM_TIMEOUT_MS',
+    default: String(DEFAULT_UPSTREAM_TIMEOUT_MS),
+    summary: 'until the upstream starts answering; then 504',
+    description: 'Time allowed for the upstream to start answering (response headers); then 504. A download that has started is not cut by it.',
+    schema: integer(1, 3_600_000),
+  }),
+  streamIdleTimeoutMs: field({
+    env: 'STREAM_IDLE_TIMEOUT_MS',
+    default: String(DEFAULT_STREAM_IDLE_TIMEOUT_MS),
+    summary: 'a streaming answer on which nothing moves is cut',
+    description:
+      "Once an answer is streaming: when no byte has passed to the client for this long, both connections are cut. Progress is looked at by the exchange's one timer, which ticks at least this often and on the `UPSTREAM_TIMEOUT_MS` deadline (every 30 s with the defaults), so a stall is cut after at least this long, and before this long rounded up to whole ticks plus one tick (60–90 s with the defaults; `UPSTREAM_TIMEOUT_MS=1000` with `STREAM_IDLE_TIMEOUT_MS=1100` ticks every second and cuts within 2–3 s). A client that stopped reading, or an upstream that stopped sending, would otherwise hold a pooled upstream connection as long as the client stays connected. Progress is counted when the kernel takes more bytes for the client's socket, which, with a large send buffer, it does in large steps: a client that reads, but slower than about a third of its send buffer per `STREAM_IDLE_TIMEOUT_MS` (a few tens of KiB/s with the default and Linux's usual 4 MiB buffer), is cut as stalled.",
+    schema: integer(1000, 3_600_000),
+  }),
+  upstreamMaxSockets: field({
+    env: 'UPSTREAM_MAX_SOCKETS',
+    default: String(DEFAULT_UPSTREAM_MAX_SOCKETS),
+    summary: 'keep-alive connections to the upstream, at most',
+    description: 'Keep-alive connections to the upstream, at most. A request waits for one while all are busy, within `UPSTREAM_TIMEOUT_MS` (then 504, counted as `kind="pool_exhausted"`).',
+    schema: integer(1, 65535),
+  }),
+  acquirerMaxInFlight: field({
+    env: 'ACQUIRER_MAX_IN_FLIGHT',
+    default: 'half',
+    summary: "one acquirer's requests upstream at once (then 429)",
+    description:
+      'Requests of one acquirer (all its keys) being proxied at once, at most, in each process (with `WORKERS`, each worker). `half`: half of `UPSTREAM_MAX_SOCKETS`, rounded up (128 with the defaults); a count may not be more than `UPSTREAM_MAX_SOCKETS`. One more is answered 429 `{"message":"Too many requests"}` with `Retry-After: 1`, before the upstream is asked. A download a client reads slowly, or not at all, holds a pooled upstream connection until the stall watch cuts it: a share of the pool keeps one acquirer\'s clients from holding all of it, and making every other acquirer\'s requests wait and time out. The share is given back when the client\'s response ends; an error answer whose upstream body is still being read and thrown away (at most 64 KiB or 1 s) holds its connection a little longer.',
+    schema: shareOfPool,
+  }),
+  redisCommandTimeoutMs: field({
+    env: 'REDIS_COMMAND_TIMEOUT_MS',
+    default: String(DEFAULT_REDIS_COMMAND_TIMEOUT_MS),
+    summary: 'a Redis lookup not answered in this time fails',
+    description: 'A key lookup Redis does not answer in this time fails (503 unless the key is cached).',
+    schema: integer(1, 60_000),
+  }),
+  keyCacheTtlMs: field({
+    env: 'KEY_CACHE_TTL_MS',
+    default: String(DEFAULT_KEY_CACHE_TTL_MS),
+    summary: 'a valid key is trusted in-process this long',
+    description: 'How long a valid key is trusted in-process before Redis is asked again. Changes arrive sooner, by pub/sub.',
+    schema: integer(0, 86_400_000),
+  }),
+  keyCacheMaxEntries: field({
+    env: 'KEY_CACHE_MAX_ENTRIES',
+    default: String(DEFAULT_KEY_CACHE_MAX_ENTRIES),
+    summary: 'keys cached in-process, at most',
+    description:
+      'Keys kept in-process, at most (least recently used go first). Unknown keys have a cache of the same size of their own. Both reserve their memory at start-up, about 16 bytes an entry each, in every process: 10,000,000 takes about 300 MiB before any key is cached.',
+    schema: integer(1, 10_000_000),
+  }),
+  keyNegativeCacheTtlMs: field({
+    env: 'KEY_NEGATIVE_CACHE_TTL_MS',
+    default: String(DEFAULT_NEGATIVE_CACHE_TTL_MS),
+    summary: 'an unknown key is remembered as unknown this long',
+    description: 'How long an unknown key is remembered as unknown.',
+    schema: integer(0, 3_600_000),
+  }),
+  keyOutageGraceMs: field({
+    env: 'KEY_OUTAGE_GRACE_MS',
+    default: String(DEFAULT_OUTAGE_GRACE_MS),
+    summary: 'cached keys keep working this long while Redis is out',
+    description: 'While Redis is unreachable, keys already cached keep working this long (those Redis confirmed within `KEY_CACHE_TTL_MS` + this); then every request gets 503.',
+    schema: integer(0, 3_600_000),
+  }),
+  headersTimeoutMs: field({
+    env: 'HEADERS_TIMEOUT_MS',
+    default: String(DEFAULT_HEADERS_TIMEOUT_MS),
+    summary: 'a client has this long to send its request head',
+    description:
+      "Time a client has to send the whole request head; then the connection is closed (slow-loris), within a second of the deadline (Node's own check would run every 30 s). May not be longer than `REQUEST_TIMEOUT_MS`.",
+    schema: integer(1000, 600_000),
+  }),
+  requestTimeoutMs: field({
+    env: 'REQUEST_TIMEOUT_MS',
+    default: String(DEFAULT_REQUEST_TIMEOUT_MS),
+    summary: 'a client has this long to send its whole request',
+    description: 'Time a client has to send the whole request, head and body (not the response: downloads are not cut); enforced within a second, as `HEADERS_TIMEOUT_MS`.',
+    schema: integer(1000, 3_600_000),
+  }),
+  keepAliveTimeoutMs: field({
+    env: 'KEEP_ALIVE_TIMEOUT_MS',
+    default: String(DEFAULT_KEEP_ALIVE_TIMEOUT_MS),
+    summary: 'an idle client connection is kept open this long',
+    description:
+      "How long an idle client keep-alive connection is kept open, as the `Keep-Alive: timeout=` header says (in whole seconds, rounded down). Node closes it a second after that (its keepAliveTimeoutBuffer), so a client that believes the header never sends a request into a closing connection. At least 1: Node reads 0 as no limit at all.",
+    schema: integer(1, 600_000),
+  }),
+  maxConnections: field({
+    env: 'MAX_CONNECTIONS',
+    default: String(DEFAULT_MAX_CONNECTIONS),
+    summary: 'client connections open at once, at most',
+    description:
+      "Client connections open at once, at most, in each process (with `WORKERS`, each worker). One accepted beyond it is closed at once, without an answer, counted in `acquirer_gateway_connections_dropped_total` and logged at `warn` (at most every 10 s, with how many since). Without a bound, a flood of idle connections takes file descriptors until the upstream and Redis connections, and every other client, fail; each idle connection holds about 6 KiB, up to about 15 KiB with a head half sent, until `HEADERS_TIMEOUT_MS` closes it. Keep it below the process's descriptor limit (`ulimit -n`) with room for `UPSTREAM_MAX_SOCKETS` and Redis.",
+    schema: integer(1, 1_000_000),
+  }),
+  shutdownTimeoutMs: field({
+    env: 'SHUTDOWN_TIMEOUT_MS',
+    default: String(DEFAULT_SHUTDOWN_TIMEOUT_MS),
+    summary: 'on SIGTERM, requests in flight get this long',
+    description: 'On SIGTERM or SIGINT, how long requests in flight (downloads too) may take to finish before their connections are closed.',
+    schema: integer(0, 3_600_000),
+  }),
+  workers: field({
+    env: 'WORKERS',
+    default: '1',
+    summary: 'processes serving requests (auto: one per core)',
+    description:
+      'Processes serving requests. `1`: this process. More, or `auto` (one per core): a node:cluster primary forks that many workers sharing the port, serves `/metrics` (summed over the workers) and `/readyz` for all of them, and replaces a worker that dies (docs/operations.md).',
+    schema: workerCount,
+  }),
+  workerUnresponsiveMs: field({
+    env: 'WORKER_UNRESPONSIVE_MS',
+    default: String(DEFAULT_WORKER_UNRESPONSIVE_MS),
+    summary: 'a worker answering nothing this long is replaced',
+    description:
+      "With `WORKERS` above 1: a worker that has answered none of the primary's questions (one every 2 s, each given 1 s) for about this long, rounded to whole questions (its event loop is stuck, or it was stopped), or that has not started listening within it, is killed, logged at `error`, and replaced. At least 4000.",
+    schema: integer(4_000, 600_000),
+  }),
+  logLevel: field({
+    env: 'LOG_LEVEL',
+    default: 'info',
+    summary: 'fatal, error, warn, info, debug, trace or silent',
+    description: 'The lowest level of line written: fatal, error, warn, info, debug, trace or silent.',
+    schema: logLevel,
+  }),
 } as const;
 
 type Fields = typeof CONFIG_FIELDS;
@@ -140,59 +254,3 @@ export type Config = { readonly [K in keyof Fields]: z.output<Fields[K]['schema'
   readonly trustedProxyList: IpAllowlist | null;
 };
 
-/** The command-line flag for a variable: PORT → --port, UPSTREAM_URL → --upstream-url. */
-export function flagName(env: string): string {
-  return env.toLowerCase().replaceAll('_', '-');
-}
-
-export class ConfigError extends Error {
-  readonly problems: readonly string[];
-
-  constructor(problems: readonly string[]) {
-    super(problems.join('\n'));
-    this.name = 'ConfigError';
-    this.problems = problems;
-  }
-}
-
-function readField<T>(spec: FieldSpec<T>, given: string | undefined): { ok: true; value: T } | { ok: false; problem: string } {
-  const raw = given ?? spec.default;
-  if (raw === undefined) return { ok: false, problem: `${spec.env}: required (set ${spec.env} or pass --${flagName(spec.env)})` };
-  const parsed = spec.schema.safeParse(raw);
-  if (parsed.success) return { ok: true, value: parsed.data };
-  const got = spec.secret ? '' : ` (got ${JSON.stringify(raw)})`;
-  return { ok: false, problem: `${spec.env}: ${parsed.error.issues.map((i) => i.message).join('; ')}${got}` };
-}
-
-/** One setting from the environment, checked as `serve` checks it (for other commands that use it). Throws ConfigError. */
-export function readSetting<T>(env: NodeJS.ProcessEnv, spec: FieldSpec<T>): T {
-  const read = readField(spec, env[spec.env]);
-  if (!read.ok) throw new ConfigError([read.problem]);
-  return read.value;
-}
-
-/**
- * Builds the configuration from the environment, with flags (keyed by flag name without dashes,
- * e.g. `port`, `upstream-url`) taking precedence. Throws ConfigError with one line per problem,
- * each naming the variable.
- */
-export function loadConfig(env: NodeJS.ProcessEnv, flags: Readonly<Record<string, string | undefined>> = {}): Config {
-  const problems: string[] = [];
-  const values: Record<string, unknown> = {};
-  for (const [key, spec] of Object.entries(CONFIG_FIELDS) as [keyof Fields, FieldSpec<unknown>][]) {
-    const read = readField(spec, flags[flagName(spec.env)] ?? env[spec.env]);
-    if (read.ok) values[key] = read.value;
-    else problems.push(read.problem);
-  }
-  if (problems.length === 0 && (values.headersTimeoutMs as number) > (values.requestTimeoutMs as number)) {
-    problems.push('HEADERS_TIMEOUT_MS: must not be longer than REQUEST_TIMEOUT_MS');
-  }
-  if (problems.length === 0 && values.acquirerMaxInFlight === 0) values.acquirerMaxInFlight = halfOfPool(values.upstreamMaxSockets as number);
-  // A share larger than the pool protects no acquirer from another.
-  if (problems.length === 0 && (values.acquirerMaxInFlight as number) > (values.upstreamMaxSockets as number)) {
-    problems.push(`ACQUIRER_MAX_IN_FLIGHT: must not be more than UPSTREAM_MAX_SOCKETS (${values.upstreamMaxSockets as number}); about half of it leaves the other acquirers the rest`);
-  }
-  if (problems.length > 0) throw new ConfigError(problems);
-  const trusted = values.trustedProxies as string[];
-  return { ...(values as Omit<Config, 'trustedProxyList'>), trustedProxyList: trusted.length === 0 ? null : compileAllowlist(trusted) };
-}

@@ -3,7 +3,7 @@
  * `npm start`: the whole thing on one machine with no outside service. A sample statements service,
  * the gateway in front of it with an in-memory key store, and one key for each of two acquirers.
  */
-import { loadConfig } from '../config/env.js';
+import { loadConfig } from '../config/load-config.js';
 import type { RunningGateway } from '../gateway.js';
 import { startGateway } from '../gateway.js';
 import { listen } from '../http/listen.js';

@@ -74,6 +74,28 @@ function describePath(path: DocPath): string {
   return path.length === 0 ? '' : `${path.map(String).join('.')}: `;
 }
 
+/** What zod calls the kinds of value a policy holds, as a person who wrote the file would. */
+const KIND_NAMES: Readonly<Record<string, string>> = { array: 'a list', object: 'a mapping', string: 'text', number: 'a number', boolean: 'true or false', null: 'empty' };
+
+/** The value at `path` in the parsed document, or undefined when it is not there. */
+function valueAt(data: unknown, path: DocPath): unknown {
+  let value = data;
+  for (const key of path) value = value !== null && typeof value === 'object' ? (value as Record<PropertyKey, unknown>)[key] : undefined;
+  return value;
+}
+
+/** A field of the wrong kind or missing, said in words: `routes.4.permissions is required`. */
+function describeIssue(issue: z.core.$ZodIssue, data: unknown): string {
+  if (issue.code === 'too_small' && issue.origin === 'array') return `${describePath(issue.path)}must list at least ${String(issue.minimum)}`;
+  if (issue.code === 'too_small' && issue.origin === 'string' && Number(issue.minimum) === 1) return `${describePath(issue.path)}must not be empty`;
+  if (issue.code !== 'invalid_type') return `${describePath(issue.path)}${issue.message}`;
+  const actual = valueAt(data, issue.path);
+  const where = issue.path.map(String).join('.');
+  if (actual === undefined) return `${where === '' ? 'the policy' : where} is required`;
+  const kind = actual === null ? 'null' : Array.isArray(actual) ? 'array' : typeof actual;
+  return `${describePath(issue.path)}must be ${KIND_NAMES[issue.expected] ?? issue.expected}, not ${KIND_NAMES[kind] ?? kind}`;
+}
+
 /**
  * Two map keys are one when they print alike: the document becomes plain data in which `403` and
  * `"403"` are the same field, and a later one would silently replace the earlier (an upstream 403
@@ -157,7 +179,8 @@ function parseUnredacted(source: string, file: string): PolicyLoadResult {
   const value: unknown = doc.toJS({ maxAliasCount: 0 });
   // zod would say "expected object, received null": true, and no help to whoever wrote the file.
   if (value === null || value === undefined) return { ok: false, errors: [at(0, 'no policy in the file: it is empty, or holds only comments')] };
-  const parsed = policySchema.safeParse(ownStrings(value));
+  const data = ownStrings(value);
+  const parsed = policySchema.safeParse(data);
   if (!parsed.success) {
     return {
       ok: false,
@@ -166,7 +189,7 @@ function parseUnredacted(source: string, file: string): PolicyLoadResult {
         if (issue.code === 'unrecognized_keys') {
           return issue.keys.map((key) => at(offsetOf(doc, issue.path, key), `${describePath([...issue.path, key])}unknown field "${key}"`));
         }
-        return [at(offsetOf(doc, issue.path), `${describePath(issue.path)}${issue.message}`)];
+        return [at(offsetOf(doc, issue.path), describeIssue(issue, data))];
       }),
     };
   }

@@ -51,10 +51,10 @@ export interface ServeProcess {
 /**
  * `viaShebang`: run dist/cli.js itself, as the installed command and the image do, with its node flags.
  * `script`: a script run by node in its place, which runs the CLI in turn (test/fixtures/*.mjs).
- * `listeningLine`: the log line waited for (with WORKERS, `worker listening` is the first worker's,
+ * `listeningEvent`: the log line waited for (with WORKERS, `worker_listening` is the first worker's,
  * which carries the port but no admin port).
  */
-export async function startServe(env: Record<string, string>, { viaShebang = false, script = CLI, listeningLine = 'listening' } = {}): Promise<ServeProcess> {
+export async function startServe(env: Record<string, string>, { viaShebang = false, script = CLI, listeningEvent = 'listening' } = {}): Promise<ServeProcess> {
   const child = spawn(viaShebang ? CLI : process.execPath, viaShebang ? ['serve'] : [script, 'serve'], {
     env: { PATH: process.env.PATH, PORT: '0', HOST: '127.0.0.1', ADMIN_PORT: '0', LOG_LEVEL: 'info', ...env },
   });
@@ -73,8 +73,8 @@ export async function startServe(env: Record<string, string>, { viaShebang = fal
     () => {
       if (child.exitCode !== null) throw new Error(`serve exited with ${child.exitCode}: ${stderr}`);
       for (const line of logLines) {
-        const entry = JSON.parse(line) as { msg?: string; port: number; admin_port: number };
-        if (entry.msg === listeningLine) return entry;
+        const entry = JSON.parse(line) as { event?: string; port: number; admin_port: number };
+        if (entry.event === listeningEvent) return entry;
       }
       return undefined;
     },

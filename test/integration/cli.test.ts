@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { copyFileSync, cpSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import net from 'node:net';
@@ -447,17 +448,87 @@ describe('policy check, diff and routes', () => {
 });
 
 describe('help', () => {
-  it.each([
-    [['--help'], /^usage: acquirer-gateway <command>\n/],
-    [['keys', '--help'], /^usage:\n  acquirer-gateway keys create /],
-    [['keys', 'create', '-h'], /^usage:\n  acquirer-gateway keys create /],
-    [['policy', 'help'], /^usage:\n  acquirer-gateway policy check /],
-    [['serve', '--help'], /^usage: acquirer-gateway serve \[--flag value …\]\n[\s\S]*\n  --port \(PORT; default "8080"\)\n[\s\S]*\n  --upstream-url \(UPSTREAM_URL; required\)\n/],
-  ])('%j prints its usage on stdout and exits 0, touching nothing', async (args, usage) => {
+  // Every command and subcommand, with the line each usage begins with.
+  const HELP: [string[], RegExp][] = [
+    [['--help'], /^usage: acquirer-gateway <command> \[options\]\n/],
+    [['help'], /^usage: acquirer-gateway <command> \[options\]\n/],
+    [['keys', '--help'], /^usage: acquirer-gateway keys <subcommand> \[options\]\n  create /],
+    [['keys', 'create', '-h'], /^usage: acquirer-gateway keys create --acquirer ID --permissions P1,P2\n[\s\S]*\n  --acquirer ID /],
+    [['keys', 'update', '--help'], /^usage: acquirer-gateway keys update KEY_ID [\s\S]*\n  --allow-any-ip /],
+    [['keys', 'disable', '--help'], /^usage: acquirer-gateway keys disable KEY_ID\nDisables a key for good/],
+    [['keys', 'show', '--help'], /^usage: acquirer-gateway keys show KEY_ID\n/],
+    [['keys', 'list', '--help'], /^usage: acquirer-gateway keys list \[--acquirer ID\]\n/],
+    [['policy', 'help'], /^usage: acquirer-gateway policy <subcommand> \[FILE …\]\n  check /],
+    [['policy', 'check', '--help'], /^usage: acquirer-gateway policy check \[FILE\]\nValidates a policy exactly as serve does/],
+    [['policy', 'diff', '--help'], /^usage: acquirer-gateway policy diff OLD NEW\n/],
+    [['policy', 'routes', '--help'], /^usage: acquirer-gateway policy routes \[FILE\]\n/],
+    [['serve', '--help'], /^usage: acquirer-gateway serve \[--flag value …\]\n[\s\S]*\n  --port {23}public listener port \(0: any free port\) \[8080\]\n[\s\S]*\n  --upstream-url {15}the legacy service, as an origin: http:\/\/host:port \[required\]\n/],
+  ];
+
+  it.each(HELP)('%j prints its usage on stdout and exits 0, touching nothing', async (args, usage) => {
     // No UPSTREAM_URL and a Redis nobody listens on: help needs neither.
     const result = await runCli(args, { REDIS_URL: 'redis://127.0.0.1:9' });
     expect([result.code, result.stderr]).toEqual([0, '']);
     expect(result.stdout).toMatch(usage);
+    for (const line of result.stdout.split('\n')) expect(line.length).toBeLessThanOrEqual(100);
+  });
+
+  it('serve --help gives one line per setting, and points to docs/configuration.md for the rest', async () => {
+    const { CONFIG_FIELDS } = await import('../../src/config/env.js');
+    const lines = (await runCli(['serve', '--help'])).stdout.trim().split('\n');
+    const settings = lines.filter((line) => line.startsWith('  --'));
+    expect(settings.map((line) => line.split(/\s+/)[1])).toEqual(Object.values(CONFIG_FIELDS).map((f) => `--${f.env.toLowerCase().replaceAll('_', '-')}`));
+    expect(lines.at(-1)).toBe('Every setting, what it does and why: docs/configuration.md.');
+  });
+
+  it('with no command, prints the usage on stderr and exits 2', async () => {
+    const result = await runCli([]);
+    expect(result.code).toBe(2);
+    expect(result.stdout).toBe('');
+    expect(result.stderr).toMatch(/^acquirer-gateway: a command is needed\nusage: acquirer-gateway <command>/);
+  });
+
+  it('--version prints the version of the package', async () => {
+    const { version } = JSON.parse(readFileSync('package.json', 'utf8')) as { version: string };
+    expect(await runCli(['--version'])).toEqual({ code: 0, stdout: `${version}\n`, stderr: '' });
+  });
+});
+
+describe('on an older Node.js', () => {
+  /** A copy of the built command whose package.json asks for a Node.js this one is older than. */
+  function installNeeding(major: number): string {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'gw-node-version-'));
+    cpSync('dist', path.join(dir, 'dist'), { recursive: true });
+    cpSync('scripts', path.join(dir, 'scripts'), { recursive: true });
+    symlinkSync(path.resolve('node_modules'), path.join(dir, 'node_modules'));
+    const pkg = JSON.parse(readFileSync('package.json', 'utf8')) as { engines: { node: string } };
+    writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ ...pkg, engines: { node: `>=${major}.0.0` } }));
+    return dir;
+  }
+  const needed = Number(process.versions.node.split('.')[0]) + 1;
+  const line = `acquirer-gateway: Node.js ${needed} or later is needed, and this is ${process.versions.node}: install it with \`npm install -g node@${needed}\` (or \`nvm install ${needed}\`), then run this again\n`;
+
+  it.each([[['serve']], [['keys', 'list']], [['--help']]])('%j stops first, with one line naming the version found, the one needed and how to get it', (args) => {
+    const dir = installNeeding(needed);
+    try {
+      const result = spawnSync(process.execPath, [path.join(dir, 'dist/cli.js'), ...args], { encoding: 'utf8', env: { PATH: process.env.PATH } });
+      expect([result.status, result.stdout, result.stderr]).toEqual([1, '', line]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('npm start and npm test run the same check before anything else', () => {
+    const dir = installNeeding(needed);
+    try {
+      const result = spawnSync(process.execPath, [path.join(dir, 'scripts/require-node.mjs')], { encoding: 'utf8' });
+      expect([result.status, result.stderr]).toEqual([1, line]);
+      const scripts = (JSON.parse(readFileSync('package.json', 'utf8')) as { scripts: Record<string, string> }).scripts;
+      expect(scripts.prestart).toMatch(/^node scripts\/require-node\.mjs && /);
+      expect(scripts.pretest).toBe('node scripts/require-node.mjs');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 
@@ -468,9 +539,9 @@ describe('the installed command', () => {
       // env -S execs node in the same process: its command line is node's own.
       const argv = readFileSync(`/proc/${g.child.pid}/cmdline`, 'utf8').split('\0');
       expect(argv.slice(1, 5)).toEqual(['--max-semi-space-size=4', '--expose-gc', '--heap-growing-percent=50', '--no-allocation-site-pretenuring']);
-      const logged = g.logLines.map((line) => JSON.parse(line) as { msg: string; streamed_gc_every_mib?: unknown });
-      expect(logged.find((entry) => entry.msg === 'listening')?.streamed_gc_every_mib).toBe(4);
-      expect(logged.filter((entry) => entry.msg.includes('--expose-gc'))).toEqual([]);
+      const logged = g.logLines.map((line) => JSON.parse(line) as { event: string; streamed_gc_every_mib?: unknown });
+      expect(logged.find((entry) => entry.event === 'listening')?.streamed_gc_every_mib).toBe(4);
+      expect(logged.filter((entry) => entry.event === 'expose_gc_missing')).toEqual([]);
       expect((await request(g.adminUrl, '/healthz')).status).toBe(200);
     } finally {
       expect(await g.stop()).toBe(0);
@@ -480,11 +551,9 @@ describe('the installed command', () => {
   it('started by node without the flags, serves and says what it cannot do', async () => {
     const g = await startServe({ ...env, UPSTREAM_URL: 'http://127.0.0.1:9' });
     try {
-      const logged = g.logLines.map((line) => JSON.parse(line) as { level: number; msg: string; streamed_gc_every_mib?: unknown });
-      expect(logged.find((entry) => entry.msg === 'listening')?.streamed_gc_every_mib).toBeNull();
-      const warning = logged.find((entry) => entry.msg.includes('--expose-gc'));
-      expect(warning?.level).toBe(40);
-      expect(warning?.msg).toBe("node runs without --expose-gc (the flags of dist/cli.js's shebang): large downloads will hold tens of MiB more memory");
+      const logged = g.logLines.map((line) => JSON.parse(line) as { level: number; event: string; streamed_gc_every_mib?: unknown });
+      expect(logged.find((entry) => entry.event === 'listening')?.streamed_gc_every_mib).toBeNull();
+      expect(logged.find((entry) => entry.event === 'expose_gc_missing')?.level).toBe(40);
       expect((await request(g.adminUrl, '/healthz')).status).toBe(200);
     } finally {
       expect(await g.stop()).toBe(0);
@@ -501,7 +570,7 @@ describe('a fault outside any request', () => {
     try {
       g.child.kill('SIGUSR2');
       const logged = await waitFor(
-        () => g.logLines.map((line) => JSON.parse(line) as { level: number; msg: string; err?: { message: string } }).find((e) => e.msg === 'unhandled rejection'),
+        () => g.logLines.map((line) => JSON.parse(line) as { level: number; event: string; err?: { message: string } }).find((e) => e.event === 'unhandled_rejection'),
         { timeoutMs: 5_000, what: 'the unhandled rejection to be logged' },
       );
       expect(logged.level).toBe(50);

@@ -485,7 +485,7 @@ describe('pipelining', () => {
     expect(closedByServer).toBe(true);
     expect(statuses.length).toBeLessThan(MAX_PIPELINED_REQUESTS * 10);
     expect((await get(LIST, bearer(keys.acq2!.key))).status).toBe(200);
-    const line = await waitFor(() => gateway.logLines.map((l) => JSON.parse(l)).find((e) => e.msg === 'a connection pipelined more requests than the limit ahead of their answers: closed'), { what: 'the log line' });
+    const line = await waitFor(() => gateway.logLines.map((l) => JSON.parse(l)).find((e) => e.event === 'pipelining_limit'), { what: 'the log line' });
     expect(line).toMatchObject({ level: 40, limit: MAX_PIPELINED_REQUESTS, client: '127.0.0.1' });
   });
 });

@@ -180,7 +180,7 @@ describe('metrics, health and readiness', () => {
     expect(metricValue(text, 'acquirer_gateway_denials_total', { reason: 'non_canonical_path' })).toBe(1);
     expect(metricValue(text, 'acquirer_gateway_upstream_status_mapped_total', { route: 'eod_statement_download_by_date', upstream_status: '404', status: '404' })).toBe(1);
     // Its access line says the upstream refused it: the gateway allowed the request, the answer is no allow.
-    const mapped = await waitFor(() => g.logLines.map((l) => JSON.parse(l)).find((e) => e.msg === 'request' && e.route === 'eod_statement_download_by_date'), { what: 'the mapped access line' });
+    const mapped = await waitFor(() => g.logLines.map((l) => JSON.parse(l)).find((e) => e.event === 'request' && e.route === 'eod_statement_download_by_date'), { what: 'the mapped access line' });
     expect(mapped).toMatchObject({ status: 404, decision: 'upstream_status', code: null, upstream_status: 404, completed: true });
     expect(metricValue(text, 'acquirer_gateway_key_resolutions_total', { layer: 'redis', result: 'hit' })).toBe(4); // one key, and the three refused
     expect(metricValue(text, 'acquirer_gateway_key_resolutions_total', { layer: 'memory', result: 'hit' })).toBeGreaterThanOrEqual(6);
@@ -233,7 +233,7 @@ describe('metrics, health and readiness', () => {
     // Every field of an access line, in its order; the client as other lines show it (not ::ffff:127.0.0.1).
     const fields = (line: string) => Object.keys(JSON.parse(line));
     expect((await request(g.url, LIST, bearer(key))).status).toBe(200);
-    const allowed = await waitFor(() => g.logLines.find((l) => l.includes('"msg":"request"') && l.includes('"decision":"allowed"')), { what: 'an allowed access line' });
+    const allowed = await waitFor(() => g.logLines.find((l) => l.includes('"event":"request"') && l.includes('"decision":"allowed"')), { what: 'an allowed access line' });
     for (const line of lines) expect(fields(line)).toEqual(fields(allowed));
     expect(lines.map((l) => [JSON.parse(l).client, JSON.parse(l).path])).toEqual([['127.0.0.1', null], ['127.0.0.1', LIST]]);
   });
@@ -260,7 +260,7 @@ describe('metrics, health and readiness', () => {
     expect(marker.status).toBe(200);
     const last = await lineOf(marker);
     expect(await requestsTotal()).toBe(before + 2);
-    const accessLines = g.logLines.slice(lines, last).filter((l) => l.includes('"msg":"request"'));
+    const accessLines = g.logLines.slice(lines, last).filter((l) => l.includes('"event":"request"'));
     expect(accessLines.map((l) => JSON.parse(l).request_id)).toEqual([refused!.headers['x-request-id'], marker.headers['x-request-id']]);
   });
 
@@ -280,7 +280,7 @@ describe('metrics, health and readiness', () => {
     expect(refused.status).toBe(401);
     expect(refused.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
     const line = await waitFor(() => g.logLines.map((l) => JSON.parse(l)).find((e) => e.request_id === 'trace-123'), { what: 'the access line' });
-    expect(line).toMatchObject({ msg: 'request', route: 'eod_statements_list', status: 200, decision: 'allowed', acquirer_id: 'acq_1', client: '127.0.0.1' });
+    expect(line).toMatchObject({ event: 'request', route: 'eod_statements_list', status: 200, decision: 'allowed', acquirer_id: 'acq_1', client: '127.0.0.1' });
     expect(line.key_id).toMatch(/^key_/);
     expect(typeof line.duration_ms).toBe('number');
     expect(typeof line.upstream_ms).toBe('number');
@@ -308,7 +308,7 @@ describe('connections', () => {
       await new Promise((resolve) => third.once('close', resolve));
       expect(Buffer.concat(answered).length).toBe(0);
       expect(metricValue(await metricsText(g), 'acquirer_gateway_connections_dropped_total')).toBe(1);
-      const warned = await waitFor(() => g.logLines.map((l) => JSON.parse(l)).find((e) => e.msg === 'client connections past MAX_CONNECTIONS closed as they were accepted'), { what: 'the warning' });
+      const warned = await waitFor(() => g.logLines.map((l) => JSON.parse(l)).find((e) => e.event === 'connections_dropped'), { what: 'the warning' });
       expect(warned).toMatchObject({ level: 40, limit: 2, dropped: 1 });
       held.shift()!.destroy();
       await waitFor(async () => (await request(g.url, LIST, bearer(key)).catch(() => ({ status: 0 }))).status === 200, { what: 'a request served once a connection went' });
@@ -382,7 +382,7 @@ describe('live policy changes', () => {
       expect((await request(g.url, LIST, bearer(key))).status).toBe(200);
       expect((await request(g.url, PERMISSIONS, bearer(key))).status).toBe(404);
       // Log lines reach stdout in blocks, at most 200 ms late.
-      const refusal = await waitFor(() => g.logLines.map((l) => JSON.parse(l)).find((e) => e.msg === 'policy reload refused; the running policy stays'), { what: 'the refusal in the log' });
+      const refusal = await waitFor(() => g.logLines.map((l) => JSON.parse(l)).find((e) => e.event === 'policy_reload_refused'), { what: 'the refusal in the log' });
       expect(refusal.errors).toEqual([expect.stringMatching(/policy\.yaml:\d+:\d+: routes\.0\.permissions\.1: unknown permission "eod_raed"/)]);
       expect((await adminGet(g, '/readyz')).status).toBe(200);
     } finally {
@@ -449,7 +449,7 @@ describe('shutdown', () => {
     expect(await download).toEqual({ status: 200, body: 'first,part\r\nlast,part\r\n' });
     expect(await exited).toBe(0);
     // Written in the last moments before exit: log lines still buffered are flushed on the way out.
-    const line = await waitFor(() => g.logLines.map((l) => JSON.parse(l)).find((e) => e.msg === 'request' && e.path === CSV), { what: 'the download\'s access line' });
+    const line = await waitFor(() => g.logLines.map((l) => JSON.parse(l)).find((e) => e.event === 'request' && e.path === CSV), { what: 'the download\'s access line' });
     expect(line).toMatchObject({ status: 200, decision: 'allowed', completed: true });
     allLogLines.push(...g.logLines);
   }, 20_000);
@@ -610,7 +610,7 @@ describe('logs', () => {
     const exited = new Promise<number | null>((resolve) => g.child.once('exit', (code) => resolve(code)));
     g.child.kill('SIGUSR2');
     expect(await exited).toBe(1);
-    const fatal = await waitFor(() => g.logLines.map((l) => JSON.parse(l) as Record<string, unknown>).find((e) => e.msg === 'uncaught exception: exiting'), {
+    const fatal = await waitFor(() => g.logLines.map((l) => JSON.parse(l) as Record<string, unknown>).find((e) => e.event === 'uncaught_exception'), {
       what: 'the fatal line',
       timeoutMs: 3000,
     });

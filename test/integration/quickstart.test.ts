@@ -64,13 +64,39 @@ it('prints six commands that answer 200, 200, 200, 200, 404, 401', async () => {
   expect(results[5]!.body.toString()).toBe('{"message":"Invalid authentication information"}');
 });
 
-it('follows edits to its policy file, as serve does', async () => {
+it('listens on loopback only (HOST unset): it mints live keys', () => {
+  const base = new URL(commands()[0]![0]);
+  expect(base.hostname).toBe('127.0.0.1');
+  // The kernel's table of listening TCP sockets (state 0A), local address in hex: 0100007F is 127.0.0.1.
+  const port = Number(base.port).toString(16).toUpperCase().padStart(4, '0');
+  const listening = ['/proc/net/tcp', '/proc/net/tcp6']
+    .flatMap((file) => readFileSync(file, 'utf8').split('\n').slice(1))
+    .map((line) => line.trim().split(/\s+/))
+    .filter((fields) => fields[1]?.endsWith(`:${port}`) && fields[3] === '0A')
+    .map((fields) => fields[1]);
+  expect(listening).toEqual([`0100007F:${port}`]);
+});
+
+it("pages the sample statements service's list, as the policy lets a client ask", async () => {
+  const [url, auth] = commands()[0]!;
+  const u = new URL(url);
+  const page = async (n: number) => JSON.parse((await request(u.origin, `${u.pathname}?page=${n}`, { authorization: auth! })).body.toString());
+  expect((await page(1)).meta).toEqual({ current_page: 1, next_page: null, prev_page: null, total_pages: 1, total_count: 3 });
+  const second = await page(2);
+  expect(second.eod_statements).toEqual([]);
+  expect(second.meta).toEqual({ current_page: 2, next_page: null, prev_page: 1, total_pages: 1, total_count: 3 });
+});
+
+it('follows edits to its policy file, as serve does, and says so at its own log level', async () => {
   const [url, auth] = commands()[3]!; // the catalogue
   const u = new URL(url);
   const catalogue = async () => (await request(u.origin, u.pathname, { authorization: auth! })).status;
   expect(await catalogue()).toBe(200);
   writeFileSync(policyFile, readFileSync(policyFile, 'utf8').replace(/\n  - id: api_keys_permissions[\s\S]*$/, '\n'));
   await waitFor(async () => (await catalogue()) === 404, { what: 'the edit to apply' });
+  const reloaded = await waitFor(() => output.split('\n').find((line) => line.includes('"event":"policy_reloaded"')), { what: 'the reload line' });
+  // The quickstart logs at warn: the line is raised to it, as a refused reload's (error) shows.
+  expect(JSON.parse(reloaded)).toMatchObject({ level: 40, event: 'policy_reloaded', trigger: 'file', routes: 3 });
 });
 
 it('takes SIGHUP as a reload, as serve does', async () => {

@@ -184,10 +184,10 @@ describe('serve, held at start-up by a policy file that is a named pipe', () => 
       g.proc.kill('SIGHUP');
       await handle.writeFile(policy);
       await handle.close();
-      const listening = await waitFor(() => g.lines.map((l) => JSON.parse(l)).find((e) => e.msg === 'listening'), { what: 'serve to listen', timeoutMs: 10_000 });
+      const listening = await waitFor(() => g.lines.map((l) => JSON.parse(l)).find((e) => e.event === 'listening'), { what: 'serve to listen', timeoutMs: 10_000 });
       // The reload asked for during start-up reads the file again: other bytes this time.
       await g.feed(`${policy}\n# changed while the gateway started\n`);
-      const reloaded = await waitFor(() => g.lines.map((l) => JSON.parse(l)).find((e) => e.msg === 'policy reloaded'), { what: 'the reload' });
+      const reloaded = await waitFor(() => g.lines.map((l) => JSON.parse(l)).find((e) => e.event === 'policy_reloaded'), { what: 'the reload' });
       expect(reloaded).toMatchObject({ trigger: 'signal', file: g.fifo });
       const metrics = (await request(`http://127.0.0.1:${listening.admin_port}`, '/metrics')).body.toString();
       expect(metrics).toMatch(/^acquirer_gateway_policy_reloads_total\{result="success"\} 1$/m);
@@ -206,7 +206,7 @@ describe('serve, held at start-up by a policy file that is a named pipe', () => 
     out.proc.kill('SIGTERM');
     const { code, signal } = await out.ended;
     expect({ code, signal }).toEqual({ code: 0, signal: null });
-    expect(out.lines.map((l) => JSON.parse(l).msg)).toEqual(expect.arrayContaining(['listening', 'signal received', 'stopped']));
+    expect(out.lines.map((l) => JSON.parse(l).event)).toEqual(expect.arrayContaining(['listening', 'signal_received', 'stopped']));
   }, 20_000);
 
   it.each(['SIGTERM', 'SIGINT'] as const)('%s ends it by that signal, without waiting for the policy', async (signal) => {
@@ -234,7 +234,7 @@ describe('serve, held at start-up by a policy file that is a named pipe', () => 
     const changed = `${policy}\n# changed while the workers started\n`;
     writeFileSync(file, changed);
     process.kill(-out.proc.pid!, 'SIGHUP');
-    const listening = await waitFor(() => out.lines.map((l) => JSON.parse(l)).find((e) => e.msg === 'listening' && e.workers), { what: 'the primary to listen', timeoutMs: 10_000 });
+    const listening = await waitFor(() => out.lines.map((l) => JSON.parse(l)).find((e) => e.event === 'listening' && e.workers), { what: 'the primary to listen', timeoutMs: 10_000 });
     return { out, changed, listening };
   }
 

@@ -229,7 +229,7 @@ it.each([
   expect(res.headers['content-type']).toBe(JSON_TYPE);
   const requestId = res.headers['x-request-id'] as string;
   const entries = () => gateway.logLines.map((l) => JSON.parse(l) as Record<string, unknown>);
-  const line = await waitFor(() => entries().find((e) => e.msg === 'request' && e.request_id === requestId), { what: 'the access line' });
+  const line = await waitFor(() => entries().find((e) => e.event === 'request' && e.request_id === requestId), { what: 'the access line' });
   // (httpxy then closes the connection, so the answer may not be seen to finish: `completed` is not asked.)
   expect(line).toMatchObject({ status, decision, code: decision.toUpperCase() });
   const metrics = (await request(gateway.adminUrl, '/metrics')).body.toString();
@@ -248,7 +248,7 @@ it.each([
   expect(res.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
   // The upstream left its end open: the gateway closed the connection rather than pool it.
   await waitFor(() => upstreamClosed.includes(mode));
-  const line = await waitFor(() => gateway.logLines.map((l) => JSON.parse(l)).find((e) => e.msg === 'the upstream sent bytes after a complete answer: its connection was closed' && e.request_id === res.headers['x-request-id']));
+  const line = await waitFor(() => gateway.logLines.map((l) => JSON.parse(l)).find((e) => e.event === 'upstream_bytes_after_answer' && e.request_id === res.headers['x-request-id']));
   expect(line.level).toBe(40);
   expect(line.code).toMatch(/^HPE_/); // a parser error: counted as kind="protocol"
 });
@@ -258,7 +258,7 @@ it('an answer Node\'s parser refuses is a 502, and the bytes it read are not log
   expect(res.status).toBe(502);
   expect(res.body.toString()).toBe('{"message":"Bad gateway"}');
   const line = await waitFor(
-    () => gateway.logLines.find((l) => l.includes('"upstream request failed"') && l.includes(res.headers['x-request-id'] as string)),
+    () => gateway.logLines.find((l) => l.includes('"event":"upstream_request_failed"') && l.includes(res.headers['x-request-id'] as string)),
     { what: 'the failure\'s log line, with the request id' },
   );
   expect(line).not.toContain('4111');
@@ -275,7 +275,7 @@ it('an answer of more than 2000 header lines is a 502: what Node would drop from
   expect(res.status).toBe(502);
   expect(res.body.toString()).toBe('{"message":"Bad gateway"}');
   expect(res.headers['content-type']).toBe(JSON_TYPE);
-  const line = await waitFor(() => gateway.logLines.map((l) => JSON.parse(l)).find((e) => e.msg === 'upstream request failed' && e.request_id === res.headers['x-request-id']), { what: 'the log line' });
+  const line = await waitFor(() => gateway.logLines.map((l) => JSON.parse(l)).find((e) => e.event === 'upstream_request_failed' && e.request_id === res.headers['x-request-id']), { what: 'the log line' });
   expect(line.err.code).toBe('ERR_UPSTREAM_HEADER_LINES');
 });
 
@@ -284,7 +284,7 @@ it('a transfer coding other than chunked is a 502, never coded bytes under the u
   expect(res.status).toBe(502);
   expect(res.body.toString()).toBe('{"message":"Bad gateway"}');
   expect(res.headers['content-type']).toBe(JSON_TYPE);
-  const line = await waitFor(() => gateway.logLines.map((l) => JSON.parse(l)).find((e) => e.msg === 'upstream request failed' && e.err?.code === 'ERR_UPSTREAM_TRANSFER_CODING'), { what: 'the log line' });
+  const line = await waitFor(() => gateway.logLines.map((l) => JSON.parse(l)).find((e) => e.event === 'upstream_request_failed' && e.err?.code === 'ERR_UPSTREAM_TRANSFER_CODING'), { what: 'the log line' });
   expect(line.err.codings).toBe('gzip, chunked');
   const metrics = (await request(gateway.adminUrl, '/metrics')).body.toString();
   expect(metrics).toMatch(/^acquirer_gateway_upstream_errors_total\{kind="protocol"\} [1-9]/m);
@@ -322,7 +322,7 @@ it('a body cut by the upstream reaches the client as a truncated response, not a
   expect(outcome).toEqual({ status: 200, received: 100, complete: false });
   // Logged and counted as what it was: cut, not allowed-and-done.
   const line = await waitFor(
-    () => gateway.logLines.map((l) => JSON.parse(l)).find((e) => e.msg === 'request' && String(e.path).includes('mode=truncated')),
+    () => gateway.logLines.map((l) => JSON.parse(l)).find((e) => e.event === 'request' && String(e.path).includes('mode=truncated')),
     { what: 'the access line' },
   );
   expect(line).toMatchObject({ level: 40, status: 200, decision: 'aborted', completed: false, client: '127.0.0.1' });
@@ -359,9 +359,9 @@ describe('a streaming answer on which nothing moves for STREAM_IDLE_TIMEOUT_MS',
     expect(outcome).toEqual({ status: 200, body: 'hello', complete: false });
     await waitFor(() => upstreamClosed.includes('slow-stream'), { timeoutMs: 2000, what: 'the upstream connection to close' });
     const entries = () => gateway.logLines.map((l) => JSON.parse(l) as Record<string, unknown>);
-    const line = await waitFor(() => entries().find((e) => e.msg === 'request' && String(e.path).includes('stall=upstream')), { what: 'the access line' });
+    const line = await waitFor(() => entries().find((e) => e.event === 'request' && String(e.path).includes('stall=upstream')), { what: 'the access line' });
     expect(line).toMatchObject({ level: 40, status: 200, decision: 'aborted', completed: false });
-    expect(entries().find((e) => e.msg === 'a streaming answer stalled: connections cut' && e.request_id === line.request_id)).toMatchObject({ stalled: 'upstream', idle_ms: 1000 });
+    expect(entries().find((e) => e.event === 'upstream_stalled' && e.request_id === line.request_id)).toMatchObject({ stalled: 'upstream', idle_ms: 1000 });
     expect(await stalls()).toBe(stallsBefore + 1);
   });
 
@@ -375,7 +375,7 @@ describe('a streaming answer on which nothing moves for STREAM_IDLE_TIMEOUT_MS',
     await new Promise<void>((resolve) => client.once('data', () => resolve()));
     client.pause();
     const entries = () => onePoolGateway.logLines.map((l) => JSON.parse(l) as Record<string, unknown>);
-    await waitFor(() => entries().find((e) => e.msg === 'a streaming answer stalled: connections cut' && e.stalled === 'client'), { timeoutMs: 5000, what: 'the stall line' });
+    await waitFor(() => entries().find((e) => e.event === 'upstream_stalled' && e.stalled === 'client'), { timeoutMs: 5000, what: 'the stall line' });
     await waitFor(() => upstreamClosed.includes('endless-200'), { timeoutMs: 2000, what: 'the upstream connection to close' });
     // A paused socket notices nothing: reading again, the client finds its connection cut.
     client.resume();
@@ -410,10 +410,10 @@ describe('a streaming answer on which nothing moves for STREAM_IDLE_TIMEOUT_MS',
     expect(answers[1]!.endsWith('\r\n\r\n5\r\nhello\r\n')).toBe(true);
     await waitFor(() => upstreamClosed.includes('slow-stream'), { timeoutMs: 2000, what: 'the upstream connection to close' });
     const entries = () => gateway.logLines.map((l) => JSON.parse(l) as Record<string, unknown>);
-    const line = await waitFor(() => entries().find((e) => e.msg === 'request' && String(e.path).includes('stall=pipelined')), { what: 'the access line' });
+    const line = await waitFor(() => entries().find((e) => e.event === 'request' && String(e.path).includes('stall=pipelined')), { what: 'the access line' });
     expect(line).toMatchObject({ status: 200, decision: 'aborted', completed: false });
-    expect(entries().find((e) => e.msg === 'a streaming answer stalled: connections cut' && e.request_id === line.request_id)).toMatchObject({ stalled: 'upstream' });
-    expect(entries().find((e) => e.msg === 'request' && String(e.path).includes('mode=trickle'))).toMatchObject({ status: 200, decision: 'allowed', completed: true });
+    expect(entries().find((e) => e.event === 'upstream_stalled' && e.request_id === line.request_id)).toMatchObject({ stalled: 'upstream' });
+    expect(entries().find((e) => e.event === 'request' && String(e.path).includes('mode=trickle'))).toMatchObject({ status: 200, decision: 'allowed', completed: true });
     // Sent upstream one after the other: a connection holds one pooled upstream connection at most.
     expect(upstreamEvents).toEqual(['head trickle', 'end trickle', 'head slow-stream']);
   }, 10_000);
@@ -430,7 +430,7 @@ it('an upstream that answers one request twice, the second while the connection 
   upstreamSide.write('HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 16\r\n\r\n{"stale":"yes!"}');
   await closed;
   const logged = await waitFor(
-    () => gateway.logLines.map((l) => JSON.parse(l) as Record<string, unknown>).find((e) => e.msg === 'the upstream sent bytes on an idle connection, an answer to no request; the connection was closed'),
+    () => gateway.logLines.map((l) => JSON.parse(l) as Record<string, unknown>).find((e) => e.event === 'upstream_unasked_bytes'),
     { what: 'the unasked bytes to be logged' },
   );
   expect(logged).toMatchObject({ level: 50, connections: 1 });
@@ -469,7 +469,7 @@ describe('a pooled connection the upstream closed as it was reused', () => {
     expect(first).toMatch(/\r\nx-request-id: [0-9a-f-]{36}\r\n/);
     expect(first).not.toContain('authorization');
     const warned = await waitFor(
-      () => pooled.logLines.map((l) => JSON.parse(l)).find((e) => e.msg?.startsWith('a pooled upstream connection failed before any answer')),
+      () => pooled.logLines.map((l) => JSON.parse(l)).find((e) => e.event === 'upstream_retried'),
       { what: 'the retry to be logged' },
     );
     expect(warned).toMatchObject({ level: 40, code: 'ECONNRESET', route: 'eod_statements_list' });
@@ -542,7 +542,7 @@ describe('an HTTP/1.0 client, whose answer without a length ends when the connec
     expect(ending).toBe('ECONNRESET');
     expect(received).not.toMatch(/^content-length:/im);
     const entries = () => gateway.logLines.map((l) => JSON.parse(l) as Record<string, unknown>);
-    const line = await waitFor(() => entries().find((e) => e.msg === 'request' && e.path === `${LIST}?mode=${mode}`), { what: 'the access line' });
+    const line = await waitFor(() => entries().find((e) => e.event === 'request' && e.path === `${LIST}?mode=${mode}`), { what: 'the access line' });
     expect(line).toMatchObject({ level: 40, status: 200, decision: 'aborted', completed: false });
   });
 });
@@ -554,7 +554,7 @@ it('a body cut mid-way closes the connection, and an answer already sent on it a
   socket.pause();
   const head = (mode: string) => `GET ${LIST}?mode=${mode} HTTP/1.1\r\nHost: gateway\r\nAuthorization: Bearer ${key}\r\n\r\n`;
   socket.write(head('big') + head('cut-chunked&behind=big'));
-  await waitFor(() => gateway.logLines.some((l) => l.includes('"msg":"request"') && l.includes('behind=big') && l.includes('"completed":false')), { what: 'the second answer to be cut' });
+  await waitFor(() => gateway.logLines.some((l) => l.includes('"event":"request"') && l.includes('behind=big') && l.includes('"completed":false')), { what: 'the second answer to be cut' });
   socket.resume();
   expect(await ended).toBe('end');
   // Compared in pieces: a failure message holding 2 MB would drown the report.

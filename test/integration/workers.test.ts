@@ -67,9 +67,9 @@ const alive = (pid: number) => {
   }
 };
 const logEntries = (g: ServeProcess) => g.logLines.map((l) => JSON.parse(l) as Record<string, unknown>);
-const workerPids = (g: ServeProcess) => logEntries(g).find((e) => e.msg === 'listening')!.workers as number[];
+const workerPids = (g: ServeProcess) => logEntries(g).find((e) => e.event === 'listening')!.workers as number[];
 /** The primary's pid, which every line it writes carries (as each worker's carry theirs). */
-const primaryPid = (g: ServeProcess) => logEntries(g).find((e) => e.msg === 'listening')!.pid as number;
+const primaryPid = (g: ServeProcess) => logEntries(g).find((e) => e.event === 'listening')!.pid as number;
 /** A process's resident memory as the kernel counts it, bytes. */
 const vmRss = (pid: number) => Number(/^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) * 1024;
 const metric = (text: string, series: string) => Number(text.split('\n').find((l) => l.startsWith(series + ' '))?.split(' ')[1]);
@@ -131,8 +131,8 @@ describe('WORKERS=2', () => {
 
       // Both workers answered (each access line carries its worker's pid), and the primary's
       // /metrics sums what each worker counted.
-      await waitFor(() => logEntries(g).filter((e) => e.msg === 'request').length === 40, { what: 'the access lines' });
-      const servedBy = new Set(logEntries(g).filter((e) => e.msg === 'request').map((e) => e.pid));
+      await waitFor(() => logEntries(g).filter((e) => e.event === 'request').length === 40, { what: 'the access lines' });
+      const servedBy = new Set(logEntries(g).filter((e) => e.event === 'request').map((e) => e.pid));
       expect(servedBy).toEqual(new Set(pids));
       const text = (await request(g.adminUrl, '/metrics')).body.toString();
       expect(metric(text, 'acquirer_gateway_requests_total{route="eod_statements_list",method="GET",status="200"}')).toBe(40);
@@ -157,7 +157,7 @@ describe('WORKERS=2', () => {
     try {
       const [victim, survivor] = workerPids(g) as [number, number];
       process.kill(victim, 'SIGKILL');
-      const replaced = await waitFor(() => logEntries(g).find((e) => e.msg === 'worker died: replaced'), { timeoutMs: 10_000, what: 'the replacement' });
+      const replaced = await waitFor(() => logEntries(g).find((e) => e.event === 'worker_replaced'), { timeoutMs: 10_000, what: 'the replacement' });
       expect(replaced).toMatchObject({ worker_pid: victim, signal: 'SIGKILL', pid: primaryPid(g) });
       // One pid per line, the writer's: JSON.parse would keep only the last of two.
       expect(g.logLines.filter((l) => (l.match(/"pid":/g) ?? []).length !== 1)).toEqual([]);
@@ -180,7 +180,7 @@ describe('WORKERS=2', () => {
       // Both gone at once: the port's handle closed with them, and the replacements listen afresh.
       const replacements = await waitFor(
         () => {
-          const listening = logEntries(g).filter((e) => e.msg === 'worker listening' && !pids.includes(e.pid as number));
+          const listening = logEntries(g).filter((e) => e.event === 'worker_listening' && !pids.includes(e.pid as number));
           return listening.length === 2 ? listening : undefined;
         },
         { timeoutMs: 15_000, what: 'both replacements to listen' },
@@ -199,11 +199,11 @@ describe('WORKERS=2', () => {
       const time = (e: Record<string, unknown>) => e.time as number;
       const killAndWaitForReplacement = async (victim: number) => {
         process.kill(victim, 'SIGKILL');
-        const paused = await waitFor(() => logEntries(g).find((e) => e.msg === 'worker died soon after it started: replacing it after a pause' && e.worker_pid === victim), {
+        const paused = await waitFor(() => logEntries(g).find((e) => e.event === 'worker_died_soon' && e.worker_pid === victim), {
           timeoutMs: 10_000,
           what: `the pause after ${victim} died`,
         });
-        const replaced = await waitFor(() => logEntries(g).find((e) => e.msg === 'worker died: replaced' && e.worker_pid === victim), { timeoutMs: 10_000, what: `${victim}'s replacement` });
+        const replaced = await waitFor(() => logEntries(g).find((e) => e.event === 'worker_replaced' && e.worker_pid === victim), { timeoutMs: 10_000, what: `${victim}'s replacement` });
         // The replacement is forked only after the pause (both times are the primary's own clock).
         expect(time(replaced) - time(paused)).toBeGreaterThanOrEqual((paused.pause_ms as number) - 5);
         return { paused, replacement: replaced.replacement_pid as number };
@@ -211,7 +211,7 @@ describe('WORKERS=2', () => {
       const [first] = workerPids(g) as [number, number];
       const one = await killAndWaitForReplacement(first);
       expect(one.paused).toMatchObject({ worker_pid: first, signal: 'SIGKILL', pause_ms: 1_000 });
-      await waitFor(() => logEntries(g).some((e) => e.msg === 'worker listening' && e.pid === one.replacement), { timeoutMs: 10_000, what: 'the replacement to listen' });
+      await waitFor(() => logEntries(g).some((e) => e.event === 'worker_listening' && e.pid === one.replacement), { timeoutMs: 10_000, what: 'the replacement to listen' });
       const two = await killAndWaitForReplacement(one.replacement);
       expect(two.paused).toMatchObject({ worker_pid: one.replacement, pause_ms: 2_000 });
       await waitFor(async () => (await request(g.adminUrl, '/readyz')).status === 200, { timeoutMs: 10_000, what: 'readiness after the pauses' });
@@ -229,13 +229,13 @@ describe('WORKERS=2', () => {
     try {
       const [victim] = workerPids(g) as [number, number];
       writeFileSync(policyFile, SHIPPED_POLICY.replace('version: 1', 'version: 2'));
-      const refusals = () => logEntries(g).filter((e) => e.msg === 'policy reload refused; the running policy stays');
+      const refusals = () => logEntries(g).filter((e) => e.event === 'policy_reload_refused');
       await waitFor(() => refusals().length > 0, { timeoutMs: 10_000, what: 'the refusal' });
       process.kill(victim, 'SIGKILL');
       // Replaced after the 1 s pause of a quick death, and given the policy the primary accepted.
       await waitFor(async () => (await request(g.adminUrl, '/readyz')).status === 200, { timeoutMs: 10_000, what: 'readiness with the replacement' });
       expect(await burst(g, key, 10)).toEqual(Array(10).fill(200));
-      expect(logEntries(g).filter((e) => (e.msg as string).startsWith('a replacement worker could not start'))).toEqual([]);
+      expect(logEntries(g).filter((e) => e.event === 'replacement_failed' || e.event === 'no_worker_serving')).toEqual([]);
       // Read and refused once, by the primary: not once per worker.
       expect(refusals().map((e) => e.pid)).toEqual([primaryPid(g)]);
       const metrics = (await request(g.adminUrl, '/metrics')).body.toString();
@@ -257,7 +257,7 @@ describe('WORKERS=2', () => {
       const [victim] = workerPids(g) as [number, number];
       writeFileSync(policyFile, withoutCatalogue);
       process.kill(victim, 'SIGKILL');
-      await waitFor(() => logEntries(g).some((e) => e.msg === 'worker listening' && !workerPids(g).includes(e.pid as number)), { timeoutMs: 10_000, what: 'the replacement' });
+      await waitFor(() => logEntries(g).some((e) => e.event === 'worker_listening' && !workerPids(g).includes(e.pid as number)), { timeoutMs: 10_000, what: 'the replacement' });
       // Ten connections, handed to both workers in turn: the replacement answers as its sibling does.
       expect(await catalogue()).toEqual(Array(10).fill(200));
       process.kill(primaryPid(g), 'SIGHUP');
@@ -342,7 +342,7 @@ if (cluster.isWorker && cluster.worker.id === 1) {
       expect((await request(g.adminUrl, '/readyz')).status).toBe(200);
       const changed = `${SHIPPED_POLICY}\n# changed\n`;
       writeFileSync(policyFile, changed);
-      const failed = await waitFor(() => logEntries(g).find((e) => e.msg === "the primary's policy could not be compiled here; the running policy stays"), { what: "the worker's refusal" });
+      const failed = await waitFor(() => logEntries(g).find((e) => e.event === 'policy_not_applied'), { what: "the worker's refusal" });
       expect(failed).toMatchObject({ level: 50, running: sha256(SHIPPED_POLICY) });
       const ready = await waitFor(
         async () => {
@@ -353,7 +353,7 @@ if (cluster.isWorker && cluster.worker.id === 1) {
       );
       expect(ready.checks).toMatchObject({ policy: 'not_loaded', workers: 'ok' });
       // The other worker applied it.
-      await waitFor(() => logEntries(g).some((e) => e.msg === 'policy applied' && e.to === sha256(changed)), { what: 'the other worker to apply it' });
+      await waitFor(() => logEntries(g).some((e) => e.event === 'policy_applied' && e.to === sha256(changed)), { what: 'the other worker to apply it' });
       expect(policyInfo((await request(g.adminUrl, '/metrics')).body.toString()).sort()).toEqual(
         [`acquirer_gateway_policy_info{hash="${sha256(SHIPPED_POLICY)}"} 1`, `acquirer_gateway_policy_info{hash="${sha256(changed)}"} 1`].sort(),
       );
@@ -401,7 +401,7 @@ if (cluster.isWorker && cluster.worker.id === 1) {
       process.kill(primaryPid(g), 'SIGHUP');
       const ready = await asked;
       // Both workers moved to the new policy, the first after it had answered.
-      await waitFor(() => logEntries(g).filter((e) => e.msg === 'policy applied' && e.to === sha256(changed)).length === 2, { what: 'both workers to apply it' });
+      await waitFor(() => logEntries(g).filter((e) => e.event === 'policy_applied' && e.to === sha256(changed)).length === 2, { what: 'both workers to apply it' });
       expect([ready.status, JSON.parse(ready.body.toString()).checks]).toEqual([200, { policy: 'ok', key_store: 'ok', shutdown: 'no', workers: 'ok' }]);
       rmSync(gate);
       expect((await request(g.adminUrl, '/readyz')).status).toBe(200);
@@ -418,7 +418,7 @@ if (cluster.isWorker && cluster.worker.id === 1) {
       const [victim, survivor] = workerPids(g) as [number, number];
       writeFileSync(gate, '');
       process.kill(victim, 'SIGKILL');
-      const failed = await waitFor(() => logEntries(g).find((e) => (e.msg as string).startsWith('a replacement worker could not start')), { timeoutMs: 10_000, what: 'the failed replacement' });
+      const failed = await waitFor(() => logEntries(g).find((e) => e.event === 'replacement_failed'), { timeoutMs: 10_000, what: 'the failed replacement' });
       // The victim's quick death paused 1 s; this second one in a row pauses 2 s.
       expect(failed).toMatchObject({ level: 50, serving: 1, pause_ms: 2_000, code: 3 });
       expect(alive(survivor)).toBe(true);
@@ -428,7 +428,7 @@ if (cluster.isWorker && cluster.worker.id === 1) {
       rmSync(gate);
       await waitFor(async () => (await request(g.adminUrl, '/readyz')).status === 200, { timeoutMs: 20_000, what: 'readiness once a replacement can start' });
       // (Its lines reach stdout within 200 ms of being written.)
-      await waitFor(() => logEntries(g).some((e) => e.msg === 'worker listening' && e.pid !== survivor && e.pid !== victim), { what: "the new worker's line" });
+      await waitFor(() => logEntries(g).some((e) => e.event === 'worker_listening' && e.pid !== survivor && e.pid !== victim), { what: "the new worker's line" });
       expect(await burst(g, key, 10)).toEqual(Array(10).fill(200));
     } finally {
       expect(await g.stop()).toBe(0);
@@ -445,15 +445,15 @@ if (cluster.isWorker && cluster.worker.id === 1) {
     writeFileSync(hold, '');
     const g = await startServe(
       { ...env, WORKERS: '2', WORKER_GATE: gate, WORKER_GATE_FROM_ID: '3', WORKER_HOLD: hold },
-      { script: 'test/fixtures/gated-serve.mjs', listeningLine: 'worker listening' },
+      { script: 'test/fixtures/gated-serve.mjs', listeningEvent: 'worker_listening' },
     );
     try {
-      const first = logEntries(g).find((e) => e.msg === 'worker listening')!.pid as number;
+      const first = logEntries(g).find((e) => e.event === 'worker_listening')!.pid as number;
       process.kill(first, 'SIGKILL');
-      await waitFor(() => logEntries(g).find((e) => (e.msg as string).startsWith('a replacement worker could not start')), { timeoutMs: 10_000, what: 'a replacement to fail while the start goes on' });
+      await waitFor(() => logEntries(g).find((e) => e.event === 'replacement_failed'), { timeoutMs: 10_000, what: 'a replacement to fail while the start goes on' });
       rmSync(gate);
       rmSync(hold);
-      const listening = await waitFor(() => logEntries(g).find((e) => e.msg === 'listening'), { timeoutMs: 10_000, what: 'the gateway to run' });
+      const listening = await waitFor(() => logEntries(g).find((e) => e.event === 'listening'), { timeoutMs: 10_000, what: 'the gateway to run' });
       await waitFor(async () => (await request(`http://127.0.0.1:${listening.admin_port as number}`, '/readyz')).status === 200, { timeoutMs: 15_000, what: 'every worker to be there' });
     } finally {
       expect(await g.stop()).toBe(0);
@@ -468,9 +468,9 @@ if (cluster.isWorker && cluster.worker.id === 1) {
       const [victim, survivor] = workerPids(g) as [number, number];
       writeFileSync(gate, '');
       process.kill(victim, 'SIGKILL');
-      const killed = await waitFor(() => logEntries(g).find((e) => e.msg === 'a worker did not start in time: killed'), { timeoutMs: 15_000, what: 'the stuck replacement to be killed' });
+      const killed = await waitFor(() => logEntries(g).find((e) => e.event === 'worker_start_timeout'), { timeoutMs: 15_000, what: 'the stuck replacement to be killed' });
       expect(killed).toMatchObject({ level: 50, deadline_ms: 4_000, pid: primaryPid(g) });
-      const failed = await waitFor(() => logEntries(g).find((e) => (e.msg as string).startsWith('a replacement worker could not start') && e.worker_pid === killed.worker_pid), { what: 'the failure to be counted' });
+      const failed = await waitFor(() => logEntries(g).find((e) => e.event === 'replacement_failed' && e.worker_pid === killed.worker_pid), { what: 'the failure to be counted' });
       expect(failed).toMatchObject({ signal: 'SIGKILL', serving: 1 });
       expect(alive(killed.worker_pid as number)).toBe(false);
       rmSync(gate);
@@ -491,8 +491,8 @@ if (cluster.isWorker && cluster.worker.id === 1) {
       await waitFor(async () => (await request(g.adminUrl, '/readyz')).status === 200, { what: 'readiness' });
       const [victim, other] = workerPids(g) as [number, number];
       expect(await burst(g, key, 20)).toEqual(Array(20).fill(200));
-      await waitFor(() => logEntries(g).filter((e) => e.msg === 'request').length === 20, { what: 'the access lines' });
-      const servedByVictim = logEntries(g).filter((e) => e.msg === 'request' && e.pid === victim).length;
+      await waitFor(() => logEntries(g).filter((e) => e.event === 'request').length === 20, { what: 'the access lines' });
+      const servedByVictim = logEntries(g).filter((e) => e.event === 'request' && e.pid === victim).length;
       expect(servedByVictim).toBeGreaterThan(0); // else its share could not go missing
       expect(await scrape()).toBe(20);
 
@@ -510,7 +510,7 @@ if (cluster.isWorker && cluster.worker.id === 1) {
       }
 
       process.kill(victim, 'SIGKILL');
-      const replaced = await waitFor(() => logEntries(g).find((e) => e.msg === 'worker died: replaced' && e.worker_pid === victim), { timeoutMs: 10_000, what: 'the replacement' });
+      const replaced = await waitFor(() => logEntries(g).find((e) => e.event === 'worker_replaced' && e.worker_pid === victim), { timeoutMs: 10_000, what: 'the replacement' });
       expect(await scrape()).toBe(20);
       await waitFor(async () => (await request(g.adminUrl, '/readyz')).status === 200, { timeoutMs: 10_000, what: 'readiness with the replacement' });
       expect(await burst(g, key, 10)).toEqual(Array(10).fill(200));
@@ -532,11 +532,11 @@ if (cluster.isWorker && cluster.worker.id === 1) {
     const [victim] = workerPids(g) as [number, number];
     try {
       process.kill(victim, 'SIGSTOP'); // alive, and deaf
-      const killed = await waitFor(() => logEntries(g).find((e) => e.msg === 'a worker stopped answering: killed, to be replaced'), { timeoutMs: 15_000, what: 'the silent worker to be killed' });
+      const killed = await waitFor(() => logEntries(g).find((e) => e.event === 'worker_unresponsive'), { timeoutMs: 15_000, what: 'the silent worker to be killed' });
       expect(killed).toMatchObject({ level: 50, worker_pid: victim, pid: primaryPid(g), unanswered: 2, every_ms: 2_000 });
-      const replaced = await waitFor(() => logEntries(g).find((e) => e.msg === 'worker died: replaced' && e.worker_pid === victim), { timeoutMs: 10_000, what: 'the replacement' });
+      const replaced = await waitFor(() => logEntries(g).find((e) => e.event === 'worker_replaced' && e.worker_pid === victim), { timeoutMs: 10_000, what: 'the replacement' });
       expect(replaced).toMatchObject({ signal: 'SIGKILL' });
-      await waitFor(() => logEntries(g).some((e) => e.msg === 'worker listening' && e.pid === replaced.replacement_pid), { timeoutMs: 10_000, what: 'the replacement to listen' });
+      await waitFor(() => logEntries(g).some((e) => e.event === 'worker_listening' && e.pid === replaced.replacement_pid), { timeoutMs: 10_000, what: 'the replacement to listen' });
       expect(await burst(g, key, 20)).toEqual(Array(20).fill(200));
     } finally {
       killIfAlive(victim);
@@ -553,7 +553,7 @@ if (cluster.isWorker && cluster.worker.id === 1) {
     try {
       process.kill(victim, 'SIGSTOP');
       const paused = await waitFor(
-        () => logEntries(g).find((e) => e.msg === 'worker died soon after it started: replacing it after a pause' && e.worker_pid === victim),
+        () => logEntries(g).find((e) => e.event === 'worker_died_soon' && e.worker_pid === victim),
         { timeoutMs: 20_000, what: 'the hung worker to be killed and its replacement paused' },
       );
       expect(paused).toMatchObject({ signal: 'SIGKILL', pause_ms: 1_000 });
@@ -642,12 +642,12 @@ if (cluster.isWorker && cluster.worker.id === 1) {
       const cut = inFlight.then(() => 'completed', () => 'cut');
       const exited = new Promise<number | null>((resolve) => g.child.once('exit', resolve));
       g.child.kill('SIGTERM');
-      await waitFor(() => logEntries(g).some((e) => e.msg === 'shutting down: draining requests in flight'), { what: 'a worker to start draining' });
+      await waitFor(() => logEntries(g).some((e) => e.event === 'shutting_down'), { what: 'a worker to start draining' });
       // The one holding the request is still draining; the other may be gone already.
       for (const pid of pids) killIfAlive(pid);
       expect(await cut).toBe('cut');
       expect(await exited).toBe(1);
-      const stopped = await waitFor(() => logEntries(g).find((e) => e.msg === 'stopped' && e.pid === primaryPid(g)), { what: 'the primary\'s last line' });
+      const stopped = await waitFor(() => logEntries(g).find((e) => e.event === 'stopped' && e.pid === primaryPid(g)), { what: 'the primary\'s last line' });
       expect(stopped.failed_workers).toBeGreaterThanOrEqual(1);
     } finally {
       upstream.handle(answerList);
@@ -662,7 +662,7 @@ if (cluster.isWorker && cluster.worker.id === 1) {
       const pids = workerPids(g);
       const { inFlight, release } = await holdRequestInFlight(g, key);
       g.child.kill('SIGKILL');
-      await waitFor(() => logEntries(g).some((e) => e.msg === 'shutting down: draining requests in flight'), { what: 'a worker to start draining' });
+      await waitFor(() => logEntries(g).some((e) => e.event === 'shutting_down'), { what: 'a worker to start draining' });
       release();
       expect(await inFlight).toEqual({ status: 200, body: '{"eod_statements":[]}' });
       await waitFor(() => !pids.some(alive), { timeoutMs: 10_000, what: 'the orphaned workers to exit' });

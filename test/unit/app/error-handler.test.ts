@@ -51,10 +51,10 @@ describe('the error handler', () => {
       statuses.push((await request(app).get('/')).status);
     }
     expect(statuses).toEqual([503, 503, 503, 503, 503, 503]);
-    expect(lines.map((l) => [l.msg, l.code, (l.err as { message: string }).message, l.same_failures_unwritten, l.unwritten_after_ms_ago])).toEqual([
-      ['request failed', 'KEY_STORE_UNAVAILABLE', 'redis down', undefined, undefined],
-      ['request failed', 'KEY_STORE_UNAVAILABLE', 'record key:0a1b… unreadable', undefined, undefined],
-      ['request failed', 'KEY_STORE_UNAVAILABLE', 'redis down', 2, FAILURE_LINE_EVERY_MS],
+    expect(lines.map((l) => [l.event, l.code, (l.err as { message: string }).message, l.same_failures_unwritten, l.unwritten_after_ms_ago])).toEqual([
+      ['request_failed', 'KEY_STORE_UNAVAILABLE', 'redis down', undefined, undefined],
+      ['request_failed', 'KEY_STORE_UNAVAILABLE', 'record key:0a1b… unreadable', undefined, undefined],
+      ['request_failed', 'KEY_STORE_UNAVAILABLE', 'redis down', 2, FAILURE_LINE_EVERY_MS],
     ]);
   });
 });

@@ -288,6 +288,24 @@ routes:
     ]);
   });
 
+  it('a missing field, or one of the wrong kind, said in words', () => {
+    expect(inlineErrors(`  - id: things
+    method: GET
+    path: /v1/things
+  - id: other
+    method: GET
+    path: /v1/other
+    permissions: things_read
+    serve: [permission_catalogue]
+`)).toEqual([
+      'inline.yaml:6:5: routes.0.permissions is required',
+      'inline.yaml:12:18: routes.1.permissions: must be a list, not text',
+      'inline.yaml:13:12: routes.1.serve: Invalid input: expected "permission_catalogue"',
+    ]);
+    const empty = parsePolicy('version: 1\nacquirer_header: X-Tenant\npermissions: []\nroutes: []\n', 'empty.yaml');
+    expect(empty.ok ? [] : empty.errors.map(formatPolicyError)).toEqual(['empty.yaml:3:14: permissions: must list at least 1', 'empty.yaml:4:9: routes: must list at least 1']);
+  });
+
   it('a query that is neither a mapping of parameters nor `any`', () => {
     const result = inlineErrors(`  - id: things
     method: GET

@@ -35,7 +35,7 @@ describe('a reload that finds a named pipe where the policy file was', () => {
     expect(p.subject.accepted).toBe(p.initial);
     expect(p.accepted).toEqual([]);
     expect(await p.counted()).toEqual({ failure: 2 });
-    const refusals = p.lines.filter((l) => l.msg === 'policy reload refused; the running policy stays');
+    const refusals = p.lines.filter((l) => l.event === 'policy_reload_refused');
     expect(refusals).toHaveLength(2);
     expect(refusals[0]).toMatchObject({ file: p.file, trigger: 'signal', errors: [reason], running: p.initial.policy.contentHash });
 

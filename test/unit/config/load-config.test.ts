@@ -1,5 +1,5 @@
 import { availableParallelism } from 'node:os';
-import { ConfigError, loadConfig } from '../../../src/config/env.js';
+import { ConfigError, loadConfig } from '../../../src/config/load-config.js';
 
 const base = { UPSTREAM_URL: 'http://127.0.0.1:9000' };
 

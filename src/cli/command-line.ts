@@ -1,3 +1,8 @@
+/**
+ * @module
+ * What every command shares: its exit codes (by error class), `--help`, and strict flags. Loaded
+ * before the command is known, so it imports nothing heavy.
+ */
 import { parseArgs, type ParseArgsOptionsConfig } from 'node:util';
 
 /** A bad command line or a refused input: the message goes to stderr and the exit code is 2. */

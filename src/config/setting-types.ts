@@ -1,0 +1,83 @@
+/**
+ * @module
+ * The kinds of value a setting can take, each a zod schema over the text of an environment variable
+ * or flag, with the message that says what is allowed.
+ */
+import { isIP } from 'node:net';
+import { availableParallelism } from 'node:os';
+import { z } from 'zod';
+import { familyCoveredWhole, parseCidr } from '../net/ip-allowlist.js';
+
+export const integer = (min: number, max: number) =>
+  z
+    .string()
+    .regex(/^[0-9]+$/, `must be an integer from ${min} to ${max}`)
+    .transform(Number)
+    .refine((n) => n >= min && n <= max, `must be an integer from ${min} to ${max}`);
+
+/** `auto`: one per core the process may use. */
+export const workerCount = z.string().transform((text, ctx) => {
+  if (text === 'auto') return availableParallelism();
+  const n = /^[0-9]+$/.test(text) ? Number(text) : NaN;
+  if (!(n >= 1 && n <= 256)) ctx.addIssue({ code: 'custom', message: 'must be auto or an integer from 1 to 256' });
+  return n;
+});
+/** `half` (UPSTREAM_MAX_SOCKETS's, rounded up: resolved by loadConfig, as 0 here) or a count. */
+export const shareOfPool = z.string().transform((text, ctx) => {
+  if (text === 'half') return 0;
+  const n = /^[0-9]+$/.test(text) ? Number(text) : NaN;
+  if (!(n >= 1 && n <= 65535)) ctx.addIssue({ code: 'custom', message: 'must be half or an integer from 1 to 65535' });
+  return n;
+});
+export const httpOrigin = z.string().superRefine((text, ctx) => {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    ctx.addIssue({ code: 'custom', message: 'must be an absolute http:// or https:// URL' });
+    return;
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') ctx.addIssue({ code: 'custom', message: 'must use http or https' });
+  else if (url.username || url.password) ctx.addIssue({ code: 'custom', message: 'must not contain credentials' });
+  else if (url.pathname !== '/' || url.search || url.hash) {
+    // The path a client asked for goes upstream exactly as matched; a base path would change it.
+    ctx.addIssue({ code: 'custom', message: 'must be an origin (scheme, host, port) without path, query or fragment' });
+  }
+});
+
+/**
+ * The database is the path's number and nothing else: ioredis reads any other path as database 0
+ * (after a failed SELECT), and takes options from a query (`?db=`, `?password=`), so either would
+ * have the gateway check keys against another set than the one named.
+ */
+export const redisUrl = z.string().superRefine((text, ctx) => {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    return void ctx.addIssue({ code: 'custom', message: 'must be a redis:// or rediss:// URL' });
+  }
+  if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') ctx.addIssue({ code: 'custom', message: 'must use redis:// or rediss://' });
+  else if (!/^(?:\/(?:0|[1-9]\d{0,8})?)?$/.test(url.pathname)) ctx.addIssue({ code: 'custom', message: 'the path must be a database number (redis://host:6379/2), or nothing' });
+  else if (url.search !== '' || url.hash !== '') ctx.addIssue({ code: 'custom', message: 'must not have a query or fragment (the database is the path: redis://host:6379/2)' });
+});
+
+export const cidrList = z.string().transform((text, ctx) => {
+  const cidrs: string[] = [];
+  for (const entry of text.split(',').map((s) => s.trim()).filter((s) => s !== '')) {
+    const parsed = parseCidr(entry);
+    if (!parsed.ok) ctx.addIssue({ code: 'custom', message: `"${entry}": ${parsed.reason}${parsed.everyAddress ? "; list exactly the proxies' addresses" : ''}` });
+    else cidrs.push(parsed.cidr);
+  }
+  const whole = familyCoveredWhole(cidrs);
+  if (whole !== null) ctx.addIssue({ code: 'custom', message: `together these trust every ${whole} address` });
+  return cidrs;
+});
+
+/** An IP literal to bind to. */
+export const ipLiteral = (example: string) => z.string().refine((h) => isIP(h) !== 0, `must be an IPv4 or IPv6 address, e.g. ${example}`);
+
+export const booleanText = z.enum(['true', 'false'], 'must be true or false').transform((v) => v === 'true');
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export const logLevel = z.enum(LOG_LEVELS, `must be one of ${LOG_LEVELS.join(', ')}`);
