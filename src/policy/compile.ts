@@ -69,120 +69,26 @@ function queryParam(type: ParamTypeName): QueryParam {
   return { type, accepts: validate === undefined ? (value) => whole.test(value) : (value) => whole.test(value) && validate(value) };
 }
 
+type Problem = (path: (string | number)[], message: string) => void;
+
 /**
  * Checks what the schema cannot (references, uniqueness, templates, ambiguity) and builds the
  * structures the request path uses, so that no request ever re-derives them.
  */
 export function compilePolicy(doc: PolicyDocument, contentHash: string): CompileResult {
   const problems: PolicyProblem[] = [];
-  const problem = (path: (string | number)[], message: string) => problems.push({ path, message });
-
+  const problem: Problem = (path, message) => problems.push({ path, message });
   const acquirerHeader = doc.acquirer_header.toLowerCase();
   if (RESERVED_HEADERS.has(acquirerHeader) || neverForwarded(acquirerHeader) || FORWARDED_REQUEST_HEADERS.has(acquirerHeader)) {
     problem(['acquirer_header'], `"${doc.acquirer_header}" is a header the gateway controls; choose another`);
   }
-
   const permissionNames = new Set<string>();
   doc.permissions.forEach((permission, i) => {
     if (permissionNames.has(permission.name)) problem(['permissions', i, 'name'], `duplicate permission "${permission.name}"`);
     permissionNames.add(permission.name);
   });
-
-  const upstreamStatusMap = new Map<number, ErrorStatus>();
-  for (const [from, to] of Object.entries(doc.upstream_status_map)) {
-    if (!/^[45][0-9]{2}$/.test(from)) {
-      problem(['upstream_status_map', from], `${from} is not an upstream error status: a key is an HTTP status from 400 to 599`);
-      continue;
-    }
-    if (!isErrorStatus(to)) {
-      problem(['upstream_status_map', from], `${to} is not a status the gateway has a documented body for`);
-      continue;
-    }
-    if (to === NEVER_PASSED_ON) {
-      problem(
-        ['upstream_status_map', from],
-        `${to} tells a client its own key is invalid, and the upstream never sees the client's key: map an upstream status to 502 instead`,
-      );
-      continue;
-    }
-    if (Number(from) === NEVER_PASSED_ON && to !== 502) {
-      problem(['upstream_status_map', from], `an upstream ${from} is always answered 502 (it is about the gateway's own standing upstream, never the client's key)`);
-      continue;
-    }
-    upstreamStatusMap.set(Number(from), to);
-  }
-  // The API document (section 7, rule 3): another acquirer's resource answers exactly as a missing one.
-  const for403 = mapUpstreamStatus(403, upstreamStatusMap);
-  const for404 = mapUpstreamStatus(404, upstreamStatusMap);
-  if (for403 !== for404) {
-    problem(
-      ['upstream_status_map'],
-      `an upstream 403 (another acquirer's resource) would be answered ${for403} and a 404 (none) ${for404}: ` +
-        'a resource of another acquirer must look exactly like one that does not exist; map both to one status (403: 404, 404: 404)',
-    );
-  }
-
-  const routes: CompiledRoute[] = [];
-  const routeIndexes: number[] = [];
-  const seenIds = new Map<string, number>();
-  doc.routes.forEach((route, i) => {
-    const previous = seenIds.get(route.id);
-    if (previous !== undefined) problem(['routes', i, 'id'], `duplicate route id "${route.id}" (also routes.${previous})`);
-    if (route.id === UNMATCHED_ROUTE) problem(['routes', i, 'id'], `"${UNMATCHED_ROUTE}" is the metrics' name for requests no route matched: choose another id`);
-    seenIds.set(route.id, i);
-
-    route.permissions.forEach((name, j) => {
-      if (!permissionNames.has(name)) problem(['routes', i, 'permissions', j], `unknown permission "${name}" (not in the catalogue)`);
-      if (route.permissions.indexOf(name) !== j) problem(['routes', i, 'permissions', j], `permission "${name}" listed twice`);
-    });
-    if (route.serve === 'permission_catalogue' && route.method !== 'GET') {
-      problem(['routes', i, 'method'], 'the permission catalogue is served for GET only');
-    }
-
-    // Absent, none, for a route that goes upstream; a route the gateway answers itself forwards
-    // nothing, and its clients may add what they like (a cache-buster).
-    const declaredQuery = route.query === UNCHECKED_QUERY || (route.query === undefined && route.serve !== undefined) ? undefined : (route.query ?? {});
-    for (const name of Object.keys(declaredQuery ?? {})) {
-      if (!QUERY_NAME.test(name)) problem(['routes', i, 'query', name], 'a query parameter name is a letter, then up to 63 letters, digits, _ . or -');
-    }
-
-    let template: CompiledTemplate;
-    try {
-      template = compileTemplate(route.path, route.params ?? {});
-    } catch (err) {
-      if (!(err instanceof TemplateError)) throw err;
-      problem(['routes', i, 'path'], `bad path template: ${err.message}`);
-      return;
-    }
-    for (const [j, other] of routes.entries()) {
-      if (other.method !== route.method) continue;
-      let witness: string | null;
-      try {
-        witness = overlappingPath(other.template, template);
-      } catch (err) {
-        // The automata have a size limit (refa): two paths of dozens of parameters each reach it.
-        problem(['routes', i, 'path'], `${route.method} ${route.path} is too complex to compare with route "${other.id}" (routes.${routeIndexes[j]}): ${(err as Error).message}`);
-        continue;
-      }
-      if (witness === null) continue;
-      const kind = other.path === route.path ? 'duplicates' : 'is ambiguous with';
-      problem(
-        ['routes', i, 'path'],
-        `${route.method} ${route.path} ${kind} route "${other.id}" (routes.${routeIndexes[j]}): both match ${witness}`,
-      );
-    }
-    routeIndexes.push(i);
-    routes.push({
-      id: route.id,
-      method: route.method,
-      path: route.path,
-      template,
-      query: declaredQuery === undefined ? undefined : new Map(Object.entries(declaredQuery).map(([name, type]) => [name, queryParam(type)])),
-      permissions: route.permissions,
-      serve: route.serve,
-    });
-  });
-
+  const upstreamStatusMap = compileStatusMap(doc.upstream_status_map, problem);
+  const routes = compileRoutes(doc.routes, permissionNames, problem);
   if (problems.length > 0) return { ok: false, problems };
 
   const routesByMethod = new Map<string, CompiledRoute[]>();
@@ -194,15 +100,90 @@ export function compilePolicy(doc: PolicyDocument, contentHash: string): Compile
   const permissions = doc.permissions.map(({ name, description }) => ({ name, description }));
   return {
     ok: true,
-    policy: {
-      contentHash,
-      acquirerHeader,
-      routes,
-      routesByMethod,
-      upstreamStatusMap,
-      permissions,
-      permissionNames,
-      catalogueBody: Buffer.from(JSON.stringify({ permissions })),
-    },
+    policy: { contentHash, acquirerHeader, routes, routesByMethod, upstreamStatusMap, permissions, permissionNames, catalogueBody: Buffer.from(JSON.stringify({ permissions })) },
   };
+}
+
+/** What each upstream error status is answered with; one that a client could misread is refused. */
+function compileStatusMap(map: PolicyDocument['upstream_status_map'], problem: Problem): Map<number, ErrorStatus> {
+  const compiled = new Map<number, ErrorStatus>();
+  for (const [from, to] of Object.entries(map)) {
+    const at = ['upstream_status_map', from];
+    if (!/^[45][0-9]{2}$/.test(from)) problem(at, `${from} is not an upstream error status: a key is an HTTP status from 400 to 599`);
+    else if (!isErrorStatus(to)) problem(at, `${to} is not a status the gateway has a documented body for`);
+    else if (to === NEVER_PASSED_ON) {
+      problem(at, `${to} tells a client its own key is invalid, and the upstream never sees the client's key: map an upstream status to 502 instead`);
+    } else if (Number(from) === NEVER_PASSED_ON && to !== 502) {
+      problem(at, `an upstream ${from} is always answered 502 (it is about the gateway's own standing upstream, never the client's key)`);
+    } else compiled.set(Number(from), to);
+  }
+  // The API document (section 7, rule 3): another acquirer's resource answers exactly as a missing one.
+  const for403 = mapUpstreamStatus(403, compiled);
+  const for404 = mapUpstreamStatus(404, compiled);
+  if (for403 !== for404) {
+    problem(
+      ['upstream_status_map'],
+      `an upstream 403 (another acquirer's resource) would be answered ${for403} and a 404 (none) ${for404}: ` +
+        'a resource of another acquirer must look exactly like one that does not exist; map both to one status (403: 404, 404: 404)',
+    );
+  }
+  return compiled;
+}
+
+/** Each route checked on its own, then against every earlier route of its method (duplicate or ambiguous). */
+function compileRoutes(declared: PolicyDocument['routes'], permissionNames: ReadonlySet<string>, problem: Problem): CompiledRoute[] {
+  const routes: CompiledRoute[] = [];
+  const routeIndexes: number[] = [];
+  const seenIds = new Map<string, number>();
+  declared.forEach((route, i) => {
+    const previous = seenIds.get(route.id);
+    if (previous !== undefined) problem(['routes', i, 'id'], `duplicate route id "${route.id}" (also routes.${previous})`);
+    if (route.id === UNMATCHED_ROUTE) problem(['routes', i, 'id'], `"${UNMATCHED_ROUTE}" is the metrics' name for requests no route matched: choose another id`);
+    seenIds.set(route.id, i);
+    route.permissions.forEach((name, j) => {
+      if (!permissionNames.has(name)) problem(['routes', i, 'permissions', j], `unknown permission "${name}" (not in the catalogue)`);
+      if (route.permissions.indexOf(name) !== j) problem(['routes', i, 'permissions', j], `permission "${name}" listed twice`);
+    });
+    if (route.serve === 'permission_catalogue' && route.method !== 'GET') problem(['routes', i, 'method'], 'the permission catalogue is served for GET only');
+    const query = declaredQuery(route, i, problem);
+    let template: CompiledTemplate;
+    try {
+      template = compileTemplate(route.path, route.params ?? {});
+    } catch (err) {
+      if (!(err instanceof TemplateError)) throw err;
+      return void problem(['routes', i, 'path'], `bad path template: ${err.message}`);
+    }
+    routes.forEach((other, j) => checkOverlap(route, i, template, other, routeIndexes[j]!, problem));
+    routeIndexes.push(i);
+    routes.push({ id: route.id, method: route.method, path: route.path, template, query, permissions: route.permissions, serve: route.serve });
+  });
+  return routes;
+}
+
+/**
+ * The query parameters a route takes. Absent: none, for a route that goes upstream; a route the
+ * gateway answers itself forwards nothing, and its clients may add what they like (a cache-buster).
+ */
+function declaredQuery(route: PolicyDocument['routes'][number], i: number, problem: Problem): ReadonlyMap<string, QueryParam> | undefined {
+  const declared = route.query === UNCHECKED_QUERY || (route.query === undefined && route.serve !== undefined) ? undefined : (route.query ?? {});
+  if (declared === undefined) return undefined;
+  for (const name of Object.keys(declared)) {
+    if (!QUERY_NAME.test(name)) problem(['routes', i, 'query', name], 'a query parameter name is a letter, then up to 63 letters, digits, _ . or -');
+  }
+  return new Map(Object.entries(declared).map(([name, type]) => [name, queryParam(type)]));
+}
+
+/** Two routes of one method that could match the same path: refused, with a path both match. */
+function checkOverlap(route: PolicyDocument['routes'][number], i: number, template: CompiledTemplate, other: CompiledRoute, j: number, problem: Problem): void {
+  if (other.method !== route.method) return;
+  let witness: string | null;
+  try {
+    witness = overlappingPath(other.template, template);
+  } catch (err) {
+    // The automata have a size limit (refa): two paths of dozens of parameters each reach it.
+    return void problem(['routes', i, 'path'], `${route.method} ${route.path} is too complex to compare with route "${other.id}" (routes.${j}): ${(err as Error).message}`);
+  }
+  if (witness === null) return;
+  const kind = other.path === route.path ? 'duplicates' : 'is ambiguous with';
+  problem(['routes', i, 'path'], `${route.method} ${route.path} ${kind} route "${other.id}" (routes.${j}): both match ${witness}`);
 }

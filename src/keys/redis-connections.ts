@@ -1,0 +1,188 @@
+/**
+ * @module
+ * The key store's two Redis connections (commands, and change notices) and what they say of the
+ * store's health. Gateways fail fast rather than queue: no offline queue, a command timeout, and
+ * reconnection forever with a short back-off, so an outage costs a 503 and recovery needs nobody.
+ */
+import { Redis, type RedisOptions } from 'ioredis';
+import { DEFAULT_REDIS_COMMAND_TIMEOUT_MS, DEFAULT_REDIS_HEALTH_CHECK_INTERVAL_MS } from '../config/defaults.js';
+import type { KeyStoreEvent } from './key-store.js';
+
+const RECONNECT_MAX_DELAY_MS = 1000;
+
+export interface RedisConnectionOptions {
+  readonly url: string;
+  /** Commands that get no reply within this time reject; keeps a black-holed Redis from stalling requests. */
+  readonly commandTimeoutMs?: number;
+  /** The channel of change notices to subscribe to (gateways); none for key administration, which only publishes. */
+  readonly channel?: (db: number) => string;
+  /** Key administration: wait for the connection instead of failing at once, then give up. */
+  readonly waitForConnection?: boolean;
+  /** Gateways: ping both connections this often and reconnect one that does not answer. */
+  readonly healthCheckIntervalMs?: number;
+  /** Told about connection and subscription failures (never about a missing key). */
+  readonly onError?: (err: unknown, context: string) => void;
+  /** Health changes, resyncs, and each notice's message. */
+  readonly onEvent: (event: KeyStoreEvent | { readonly type: 'message'; readonly message: string }) => void;
+}
+
+export class RedisConnections {
+  readonly client: Redis;
+  readonly #subscriber: Redis | undefined;
+  readonly #options: RedisConnectionOptions;
+  #healthy = false;
+  #subscribed = false;
+  /**
+   * Why the SELECT of REDIS_URL's database failed on the latest connect (`ERR DB index is out of
+   * range`), if it did. ioredis reports it and goes on to "ready" on database 0, where the keys
+   * are another set (another environment's, where environments share a Redis by database).
+   */
+  #databaseRefused: Error | undefined;
+  /** The main connection has been ready once. */
+  #connectedOnce = false;
+  /** Why the main connection last failed (refused, a wrong password): a failed connect says only that it closed. */
+  #connectionFailure: Error | undefined;
+  /**
+   * Connections whose health-check PING went unanswered, until they are ready again: down from that
+   * moment. The reconnect that follows reports nothing until the socket closes, and ioredis gives a
+   * socket it ends up to 2 s to close, cached keys trusted all the while.
+   */
+  readonly #unanswered = new Set<Redis>();
+  readonly #healthCheck: NodeJS.Timeout | undefined;
+
+  constructor(options: RedisConnectionOptions) {
+    this.#options = options;
+    const waiting = options.waitForConnection === true;
+    const common: RedisOptions = {
+      enableOfflineQueue: waiting,
+      maxRetriesPerRequest: waiting ? 1 : 0,
+      commandTimeout: options.commandTimeoutMs ?? DEFAULT_REDIS_COMMAND_TIMEOUT_MS,
+      connectTimeout: 1000,
+      // Key administration connects once (a few tries) and never again: on a reconnect ioredis sends
+      // what was queued and unanswered as the connection turns ready, before its 'ready' event, so
+      // before a refused database could be noticed. Those would be written to database 0. A gateway
+      // queues nothing, and tries a refused database again no more than every second (each try
+      // resets ioredis's count).
+      retryStrategy: waiting
+        ? (times) => (this.#connectedOnce || times > 3 ? null : 200)
+        : (times) => (this.#databaseRefused === undefined ? Math.min(times * 100, RECONNECT_MAX_DELAY_MS) : RECONNECT_MAX_DELAY_MS),
+      autoResendUnfulfilledCommands: !waiting,
+      lazyConnect: waiting,
+    };
+    this.client = new Redis(options.url, { ...common, connectionName: 'acquirer-gateway' });
+    this.#watchClient();
+    const channel = options.channel?.(this.db);
+    if (channel !== undefined) this.#subscriber = this.#subscribe(new Redis(options.url, { ...common, autoResubscribe: false, connectionName: 'acquirer-gateway:events' }), channel);
+    if (!waiting) {
+      this.#healthCheck = setInterval(() => this.#checkHealth(), options.healthCheckIntervalMs ?? DEFAULT_REDIS_HEALTH_CHECK_INTERVAL_MS);
+      this.#healthCheck.unref();
+    }
+  }
+
+  /** The database REDIS_URL names. */
+  get db(): number {
+    return this.client.options.db ?? 0;
+  }
+
+  /** Whether Redis answers (on the database named) and, for a gateway, its change notices are subscribed. */
+  get healthy(): boolean {
+    return this.#healthy;
+  }
+
+  /** Key administration: connect now, and fail with a clear error when Redis is not there. */
+  async connect(): Promise<void> {
+    if (this.client.status === 'wait') {
+      await this.client.connect().catch((err: unknown) => {
+        throw this.#connectionFailure ?? err;
+      });
+    }
+    if (this.#databaseRefused !== undefined) throw new Error(`Redis refused the database REDIS_URL names: ${this.#databaseRefused.message}`);
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.#healthCheck);
+    await Promise.all([this.client, this.#subscriber].map((c) => c?.quit().catch(() => c.disconnect())));
+  }
+
+  #onError(err: unknown, context: string): void {
+    this.#options.onError?.(err, context);
+  }
+
+  #watchClient(): void {
+    const client = this.client;
+    client.on('connect', () => (this.#databaseRefused = undefined));
+    client.on('ready', () => (this.#connectedOnce = true));
+    client.on('error', (err: unknown) => {
+      this.#connectionFailure = err as Error;
+      if ((err as { command?: { name?: string } }).command?.name === 'select') this.#databaseRefused = err as Error;
+      this.#onError(err, 'redis connection');
+    });
+    client.on('ready', () => {
+      this.#unanswered.delete(client);
+      // Not one command on database 0: the connection is dropped (and tried again) before any is sent.
+      if (this.#databaseRefused !== undefined) {
+        this.#onError(new Error(`Redis refused the database REDIS_URL names (${this.#databaseRefused.message}): the key store stays unavailable`), 'redis connection');
+        client.disconnect(true);
+      }
+      this.#updateHealth();
+    });
+    client.on('close', () => this.#updateHealth());
+  }
+
+  /**
+   * Subscribed on every (re)connect by us, not by ioredis: with no offline queue a subscription asked
+   * for before the connection is up would be lost, and the store must know when it is live.
+   */
+  #subscribe(subscriber: Redis, channel: string): Redis {
+    subscriber.on('error', (err: unknown) => this.#onError(err, 'redis change-notice connection'));
+    subscriber.on('close', () => {
+      this.#subscribed = false;
+      this.#updateHealth();
+    });
+    subscriber.on('ready', () => {
+      this.#unanswered.delete(subscriber);
+      subscriber.subscribe(channel).then(
+        () => {
+          // Notices published before this moment were never received (at start-up too, if the first
+          // subscribe failed while records were being cached): drop everything cached.
+          this.#options.onEvent({ type: 'resync' });
+          this.#subscribed = true;
+          this.#updateHealth();
+        },
+        (err: unknown) => {
+          this.#onError(err, 'subscribing to key change notices');
+          subscriber.disconnect(true); // reconnect and try again
+        },
+      );
+    });
+    subscriber.on('message', (from: string, message: string) => {
+      if (from === channel) this.#options.onEvent({ type: 'message', message });
+    });
+    return subscriber;
+  }
+
+  /**
+   * A black-holed Redis keeps its sockets open and silent: nothing closes, so nothing would say the
+   * store is down while cached keys go on being trusted. A PING that times out reconnects that
+   * connection, which reports it down until it answers again (and resubscribes, then resyncs).
+   */
+  #checkHealth(): void {
+    for (const connection of [this.client, this.#subscriber]) {
+      if (connection === undefined || connection.status !== 'ready') continue;
+      connection.ping().catch((err: unknown) => {
+        this.#onError(err, connection === this.client ? 'redis health check' : 'redis change-notice health check');
+        this.#unanswered.add(connection);
+        this.#updateHealth();
+        connection.disconnect(true);
+      });
+    }
+  }
+
+  #updateHealth(): void {
+    const healthy =
+      this.client.status === 'ready' && this.#databaseRefused === undefined && this.#unanswered.size === 0 && (this.#subscriber === undefined || this.#subscribed);
+    if (healthy === this.#healthy) return;
+    this.#healthy = healthy;
+    this.#options.onEvent({ type: 'health', healthy });
+  }
+}

@@ -1,0 +1,94 @@
+/**
+ * @module
+ * What the gateway keeps in Redis, under REDIS_KEY_PREFIX: `key:<sha256>` → the record (JSON),
+ * `id:<id>` → the sha256, `ids` → the set of ids, and the channel of change notices. A record read
+ * back is checked as strictly as when it was written.
+ */
+import { z } from 'zod';
+import { parseCidr } from '../net/ip-allowlist.js';
+import { isValidAcquirerId, type ApiKeyRecord } from './api-key.js';
+import { CorruptKeyRecordError } from './key-store.js';
+
+const recordSchema = z.strictObject({
+  id: z.string().min(1),
+  key_hash: z.string().regex(/^[0-9a-f]{64}$/),
+  // What the request path relies on is checked as strictly as when it was written: the acquirer id
+  // becomes a header value, and a whitelist entry that does not parse must not become "any address".
+  acquirer_id: z.string().refine(isValidAcquirerId),
+  permissions: z.array(z.string()),
+  allowed_ips: z.array(
+    z.string().refine((cidr) => {
+      const parsed = parseCidr(cidr);
+      return parsed.ok && parsed.cidr === cidr;
+    }),
+  ),
+  description: z.string(),
+  created_at: z.string(),
+  disabled_at: z.string().nullable(),
+});
+
+/** A stored record, or null for none; `name`: the record's Redis key as messages give it (recordName). */
+export function parseRecord(raw: string | null, name: string): ApiKeyRecord | null {
+  if (raw === null) return null;
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch {
+    throw new CorruptKeyRecordError(`${name}: key record is not JSON`);
+  }
+  const parsed = recordSchema.safeParse(value);
+  if (!parsed.success) throw new CorruptKeyRecordError(`${name}: key record has an unexpected shape`);
+  return parsed.data;
+}
+
+/** What an id maps to: the name of its key record, the SHA-256 of the key (64 lower-case hex digits). */
+export const KEY_HASH = /^[0-9a-f]{64}$/;
+
+/** The names of the keys and channel under one prefix and database. */
+export class RedisLayout {
+  readonly prefix: string;
+  /**
+   * The channel of change notices. Pub/sub ignores Redis's numbered databases: without the number,
+   * two environments kept apart by database (`redis://redis/2`, `redis://redis/3`) under the same
+   * prefix would hear each other's notices. Database 0 keeps the plain name.
+   */
+  readonly channel: string;
+  readonly ids: string;
+
+  constructor(prefix: string, db: number) {
+    this.prefix = prefix;
+    this.channel = db === 0 ? `${prefix}events` : `${prefix}events:${db}`;
+    this.ids = `${prefix}ids`;
+  }
+
+  recordKey(hash: string): string {
+    return `${this.prefix}key:${hash}`;
+  }
+
+  /**
+   * A record's Redis key as errors and logs give it: the hash cut to 12 digits, as `keys list`
+   * gives it, since the whole hash is the key's fingerprint (`redis-cli --scan --pattern` finds it).
+   */
+  recordName(hash: string): string {
+    return `${this.prefix}key:${hash.slice(0, 12)}…`;
+  }
+
+  idKey(id: string): string {
+    return `${this.prefix}id:${id}`;
+  }
+
+  /** A change notice: `{"type":"changed","key_hash":…}`. */
+  notice(hash: string): string {
+    return JSON.stringify({ type: 'changed', key_hash: hash });
+  }
+
+  /** The key hash a notice names, or null for one that names none (taken as "anything may have changed"). */
+  parseNotice(message: string): string | null {
+    try {
+      const notice = JSON.parse(message) as { key_hash?: unknown };
+      return typeof notice.key_hash === 'string' ? notice.key_hash : null;
+    } catch {
+      return null;
+    }
+  }
+}
