@@ -5,8 +5,8 @@
  * Relies on (undocumented): the ClientRequest constructor calls `agent.addRequest(req, options)`
  * synchronously, before the request has a connection and before its response parser is set up from
  * `req.maxHeadersCount`. Agents on npm (agent-base, agentkeepalive) override it too.
- * Needed for: an answer's header-line limit (`maxHeadersCount`, read when a connection is assigned,
- * so too late in the `socket` event), and cancelling a request that waits in the agent's queue.
+ * Needed for: an answer's header-line limit (`maxHeadersCount` is read when a connection is
+ * assigned, too late to set it in the request's `socket` event; no option of http.request sets it).
  * Canary: test/unit/node-internals/agent-request-hook.test.ts.
  */
 import type http from 'node:http';

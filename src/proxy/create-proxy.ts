@@ -17,7 +17,7 @@ import { createSendTogether } from './send-together.js';
 import { createStreamedMemory } from './streamed-memory.js';
 import { createUpstreamAgent, type UpstreamAgent, type UpstreamAgentOptions } from './upstream-agent.js';
 import { onUpstreamError, unaskedBytesReporter } from './upstream-error.js';
-import { EXCHANGE_HEADER, ExchangeLinks, onUpstreamRequest } from './upstream-request.js';
+import { EXCHANGE_HEADER, onUpstreamRequest } from './upstream-request.js';
 
 export interface UpstreamProxyOptions {
   /** Origin of the upstream service (UPSTREAM_URL). */
@@ -59,16 +59,10 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): UpstreamProx
   const { logger } = options;
   // Parsed once: given the string, http-proxy-middleware and httpxy would parse it on every request.
   const target = new URL(options.target);
-  const links = new ExchangeLinks();
-  const agent = createUpstreamAgent(target, {
-    maxSockets: options.maxSockets,
-    onRequest: links.onRequest,
-    onUnaskedBytes: unaskedBytesReporter(logger, options.onUnaskedBytes),
-    lookup: options.lookup,
-  });
-  const watch = new ExchangeWatch(options, (exchange, verdict) => onWatchVerdict(exchange, verdict, logger, options.idleTimeoutMs), options.now);
+  const agent = createUpstreamAgent(target, { maxSockets: options.maxSockets, onUnaskedBytes: unaskedBytesReporter(logger, options.onUnaskedBytes), lookup: options.lookup });
+  const watch = new ExchangeWatch(options, (exchange, verdict) => onWatchVerdict(exchange, verdict, { logger, agent, idleTimeoutMs: options.idleTimeoutMs }), options.now);
   const answers = { logger, address: upstreamAddress(target), watch, watchStreamedBody: options.collectYoung && createStreamedMemory(options.collectYoung) };
-  const failures = { logger, agent, onRetry: options.onRetry, resend: (exchange: Exchange) => (links.expect(exchange), send(exchange)) };
+  const failures = { logger, agent, onRetry: options.onRetry, resend: (exchange: Exchange) => send(exchange) };
   const onError = (err: Error, req: Parameters<typeof onUpstreamError>[1], res: Parameters<typeof onUpstreamError>[2]) => onUpstreamError(err, req, res, failures);
   const proxy = createProxyMiddleware({
     target,
@@ -92,23 +86,22 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): UpstreamProx
   };
   const sendSoon = createSendTogether(send);
   const upstreamHost = target.host;
+  let exchanges = 0;
 
   const forward: RequestHandler = function forwardUpstream(req, res, next) {
     // The client left while its key was looked up, or while its request waited for the connection.
     if (req.socket.destroyed) return;
     const { policy, key, requestId } = res.locals;
-    const exchange = new Exchange(links.nextId(), res, next, watch.now());
+    const exchange = new Exchange(String(++exchanges), res, next, watch.now());
     const headers = buildUpstreamHeaders(req.headers, policy.acquirerHeader, key!.acquirerId, requestId);
     headers.host = upstreamHost;
     headers[EXCHANGE_HEADER] = exchange.id;
     req.headers = headers as IncomingHttpHeaders;
     res.locals.upstream = exchange;
-    links.expect(exchange);
     watch.start(exchange);
     // A response closes once, however it ends; one cut short takes its upstream request with it.
     res.on('close', () => {
       clearTimeout(exchange.timer);
-      links.forget(exchange);
       if (!res.writableFinished) exchange.proxyReq?.destroy();
     });
     sendSoon(exchange);

@@ -25,7 +25,7 @@ export class Exchange {
   /** Sent again once already, on a new connection (proxy/retry.ts). */
   retried = false;
 
-  /** Links the upstream request, as the agent is handed it, to this exchange (upstream-request.ts). */
+  /** Names the upstream request while it waits in the pool's queue (upstream-request.ts). */
   readonly id: string;
   readonly res: Response;
   /** The request's own `next`, for a second attempt and for failures while sending. */

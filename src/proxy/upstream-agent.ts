@@ -1,8 +1,8 @@
 /**
  * @module
- * The keep-alive pool of connections to the upstream, as a subclass of Node's agent: each request
- * it is handed is shown to the proxy before it has a connection, and bytes the upstream sends on an
- * idle pooled connection (an answer to no request) are reported.
+ * The keep-alive pool of connections to the upstream, as a subclass of Node's agent: each request it
+ * is handed reads at most one header line past MAX_UPSTREAM_HEADER_LINES, and bytes the upstream
+ * sends on an idle pooled connection (an answer to no request) are reported.
  */
 import http, { type ClientRequest } from 'node:http';
 import https from 'node:https';
@@ -19,8 +19,6 @@ export const MAX_UPSTREAM_HEADER_LINES = 2000;
 export interface UpstreamAgentOptions {
   /** UPSTREAM_MAX_SOCKETS. */
   readonly maxSockets: number;
-  /** Each request the agent is handed, before it has a connection. */
-  readonly onRequest?: (req: ClientRequest) => void;
   /** An idle pooled connection closed having read `bytes` that no request asked for. */
   readonly onUnaskedBytes?: (bytes: number) => void;
   /** Name resolution other than the system's (tests fake it). */
@@ -34,13 +32,11 @@ type PooledSocket = Duplex & { bytesRead: number; [READ_WHEN_IDLE]?: number };
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- a mixin's base takes any arguments
 function upstreamAgentClass<T extends new (...args: any[]) => http.Agent>(Base: T) {
   return class UpstreamAgent extends withRequestHook(Base) {
-    readonly #onRequest: UpstreamAgentOptions['onRequest'];
     readonly #onIdleClose: (this: PooledSocket) => void;
 
     constructor(...[options]: [UpstreamAgentOptions]) {
       const maxSockets = options.maxSockets;
       super({ keepAlive: true, maxSockets, maxFreeSockets: Math.min(maxSockets, 256), scheduling: 'lifo', ...(options.lookup && { lookup: options.lookup }) });
-      this.#onRequest = options.onRequest;
       const onUnasked = options.onUnaskedBytes;
       // One listener function for every connection, not a closure per request.
       this.#onIdleClose = function (this: PooledSocket) {
@@ -52,7 +48,6 @@ function upstreamAgentClass<T extends new (...args: any[]) => http.Agent>(Base: 
     override requestCreated(req: ClientRequest): void {
       // One line past the limit is kept, so that an answer longer than it is seen and refused.
       req.maxHeadersCount = MAX_UPSTREAM_HEADER_LINES + 1;
-      this.#onRequest?.(req);
     }
 
     /**

@@ -1,50 +1,32 @@
 /**
  * @module
- * The upstream request of an exchange: linked to it as soon as the pool is handed the request (so
- * that its deadline can take it out of the pool's queue), and watched once it has a connection.
+ * The upstream request of an exchange: found in the pool's queue when its deadline passes while it
+ * waits for a connection, and watched once it has one.
  */
-import type { ClientRequest, IncomingMessage, ServerResponse } from 'node:http';
+import type { Agent, ClientRequest, IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Response } from 'express';
 import { UnexpectedUpgradeError } from '../errors/upstream-errors.js';
 import type { Exchange } from './exchange.js';
 
 /**
- * The request header that carries an exchange's id from the proxy to the pool, where it is taken off
- * before anything is sent: the way http-proxy-middleware forwards headers is its documented job.
+ * The request header that names an upstream request's exchange while it waits in the pool's queue,
+ * taken off in `on.proxyReq` (whose documented use is to change a request's headers before they go
+ * out), so the upstream never sees it. http-proxy-middleware forwards headers as given: its job.
  */
 export const EXCHANGE_HEADER = 'x-acquirer-gateway-exchange';
 
-/** Exchanges whose upstream request the pool has not been handed yet, by id. */
-export class ExchangeLinks {
-  readonly #waiting = new Map<string, Exchange>();
-  #sequence = 0;
-
-  /** A new exchange's id. */
-  nextId(): string {
-    return String(++this.#sequence);
+/**
+ * The exchange's request while it waits in the pool's queue for a connection (Node's documented
+ * `agent.requests`), or undefined. Looked for only at a deadline: cancelled there, it gives the
+ * pool back the connection it would have been handed, which a request destroyed later would take
+ * down with it.
+ */
+export function queuedRequest(agent: Agent, exchange: Exchange): ClientRequest | undefined {
+  for (const queue of Object.values(agent.requests)) {
+    for (const req of queue ?? []) if (req.getHeader(EXCHANGE_HEADER) === exchange.id) return req;
   }
-
-  /** Before the exchange's request is (re)sent. */
-  expect(exchange: Exchange): void {
-    this.#waiting.set(exchange.id, exchange);
-  }
-
-  /** The exchange is over, whether or not its request was ever made. */
-  forget(exchange: Exchange): void {
-    this.#waiting.delete(exchange.id);
-  }
-
-  /** The pool's hook (UpstreamAgent `onRequest`): each request as it is created, before a connection. */
-  readonly onRequest = (req: ClientRequest): void => {
-    const id = req.getHeader(EXCHANGE_HEADER);
-    if (typeof id !== 'string' || req.headersSent) return;
-    req.removeHeader(EXCHANGE_HEADER);
-    const exchange = this.#waiting.get(id);
-    if (exchange === undefined) return;
-    this.#waiting.delete(id);
-    exchange.proxyReq = req;
-  };
+  return undefined;
 }
 
 /**
@@ -57,6 +39,7 @@ export function onUpstreamRequest(
   res: ServerResponse,
   onFailure: (err: Error, req: IncomingMessage, res: ServerResponse) => void,
 ): void {
+  if (!proxyReq.headersSent) proxyReq.removeHeader(EXCHANGE_HEADER);
   const exchange = (res as Response).locals.upstream;
   if (exchange === undefined) return;
   exchange.proxyReq = proxyReq;

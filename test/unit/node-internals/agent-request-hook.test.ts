@@ -75,23 +75,4 @@ describe('Agent#addRequest, hooked by a subclass', () => {
       await upstream.close();
     }
   });
-
-  it('can take a header off the request before anything is sent', async () => {
-    const upstream = await upstreamWithHeaderLines(2);
-    const Hooked = withRequestHook(http.Agent);
-    const agent = new (class extends Hooked {
-      override requestCreated(req: http.ClientRequest): void {
-        expect(req.getHeader('x-link')).toBe('7');
-        req.removeHeader('x-link');
-      }
-    })({ keepAlive: false });
-    try {
-      await get(upstream.port, agent, { 'x-link': '7' });
-      expect(upstream.heads).toHaveLength(1);
-      expect(upstream.heads[0]!.toLowerCase()).not.toContain('x-link');
-    } finally {
-      agent.destroy();
-      await upstream.close();
-    }
-  });
 });
