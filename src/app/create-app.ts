@@ -5,7 +5,7 @@ import type { Logger } from '../observability/logger/logger.js';
 import type { IpAllowlist } from '../net/ip-allowlist.js';
 import type { GatewayMetrics } from '../observability/metrics/metrics.js';
 import { createRequestObserver } from './request-observer.js';
-import { createPipeline, inOrder } from './pipeline.js';
+import { createPipeline } from './pipeline.js';
 import type { CompiledPolicy } from '../policy/compile.js';
 import type { UpstreamProxy } from '../proxy/create-proxy.js';
 import './request-context.js';
@@ -32,7 +32,8 @@ export function createApp(deps: AppDeps): Express {
   app.set('query parser', false);
 
   const steps = createPipeline({ resolver: deps.resolver, trustedProxies: deps.trustedProxies, proxy: deps.proxy.forward, acquirerMaxInFlight: deps.acquirerMaxInFlight });
-  app.use(inOrder([createRequestObserver(deps), ...steps]));
+  // Each step is a layer of Express's router: a runner of their own measured no faster (docs/performance.md).
+  app.use(createRequestObserver(deps), ...steps);
   app.use(createErrorHandler(deps.logger));
   return app;
 }
