@@ -6,7 +6,6 @@
 import type { Express } from 'express';
 import type { Config } from '../config/env.js';
 import { peerText } from '../net/client-address.js';
-import { expressBorn } from '../node-internals/express-prototypes.js';
 import { IdleAwareServer } from '../node-internals/idle-connections.js';
 import { lineThrottle } from '../observability/line-throttle.js';
 import type { Logger } from '../observability/logger/logger.js';
@@ -31,7 +30,6 @@ export interface GatewayServer {
 /** The public server for `app`; not yet listening. */
 export function createGatewayServer(config: ServerConfig, app: Express, { metrics, logger }: { metrics: GatewayMetrics; logger: Logger }): GatewayServer {
   const server = new IdleAwareServer({
-    ...expressBorn(app),
     // Host is checked by the request guard, so that its refusal has the documented body.
     requireHostHeader: false,
     // A request without Content-Length or Transfer-Encoding has no body (RFC 9112 §6.3): handed over
