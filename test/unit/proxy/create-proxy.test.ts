@@ -27,9 +27,9 @@ beforeAll(async () => {
   policy = await shippedPolicy();
 });
 
-async function start({ timeoutMs, idleTimeoutMs }: { timeoutMs: number; idleTimeoutMs: number }) {
+async function start({ timeoutMs, idleTimeoutMs, maxSockets = 256 }: { timeoutMs: number; idleTimeoutMs: number; maxSockets?: number }) {
   upstream = await startUpstream();
-  proxy = createUpstreamProxy({ target: upstream.url, timeoutMs, idleTimeoutMs, maxSockets: 256, logger: silentLogger });
+  proxy = createUpstreamProxy({ target: upstream.url, timeoutMs, idleTimeoutMs, maxSockets, logger: silentLogger });
   gateway = http.createServer((req, res) => {
     const locals = createRequestLocals(policy, `req-${req.url!.slice(1)}`, performance.now());
     locals.key = { id: 'key_test', acquirerId: 'acq_1', permissions: new Set(), allowlist: null };
@@ -121,5 +121,25 @@ describe('the upstream proxy, requests forwarded in the same turn', () => {
     expect(late.endedAt - late.sentAt).toBeLessThan(550);
     expect(upstream.received.map((r) => r.url)).toEqual(['/a', '/b', '/late']);
     expect((await Promise.all(pair)).map((r) => r.status)).toEqual([504, 504]);
+  });
+});
+
+describe('the upstream proxy, what the upstream receives', () => {
+  it('sends requests that waited in the pool\'s queue with exactly the forwarded headers, nothing of the gateway\'s own bookkeeping', async () => {
+    // One pooled connection: of three requests forwarded together, two wait in the agent's queue.
+    const forward = await start({ timeoutMs: 5000, idleTimeoutMs: 5000, maxSockets: 1 });
+    const held: Held[] = [];
+    onRequest = (h) => {
+      held.push(h);
+      if (held.length === 3) for (const { req, res } of held) forward(req, res, () => {});
+    };
+    const answers = await Promise.all(['/q1', '/q2', '/q3'].map((path) => get(path)));
+    expect(answers.map((a) => a.status)).toEqual([200, 200, 200]);
+    expect(upstream.connections()).toBe(1);
+    expect(upstream.received.map((r) => r.url).sort()).toEqual(['/q1', '/q2', '/q3']);
+    for (const { rawHeaders } of upstream.received) {
+      const names = rawHeaders.filter((_, i) => i % 2 === 0).map((n) => n.toLowerCase()).sort();
+      expect(names).toEqual(['connection', 'host', 'x-acquirer-id', 'x-request-id']);
+    }
   });
 });
