@@ -75,7 +75,7 @@ const f = medians('floor');
  * The median over rounds of each round's requests/s over the floor's in the same round. This VM's
  * speed drifts within seconds, and a ratio taken round by round carries less of that than the ratio
  * of two medians: with short rounds (`--seconds=2 --rounds=16`), two processes of one build came
- * within about five hundredths of each other (RESULTS.md, nineteenth session).
+ * within about five hundredths of each other (docs/performance.md, 2026-11-28).
  */
 const paired = (name) => median(samples.get(name).map((s, i) => s.rps / samples.get('floor')[i].rps));
 const u = medians('upstream');

@@ -68,7 +68,7 @@ const origin = await startScript('origin.mjs', String(CSV_BYTES));
 const floor = await startScript('floor.mjs', origin.url);
 // The same floor in a second process: identical processes differ by up to a tenth in requests/s on
 // this VM (code placement, the JIT's choices, where the scheduler puts them), and the list rows show
-// by how much in this run, so a ratio to the floor is read against that band (RESULTS.md, 2026-11-24).
+// by how much in this run, so a ratio to the floor is read against that band (docs/performance.md, "Two processes of one build").
 const floorB = await startScript('floor.mjs', origin.url);
 const redis = await startRedis();
 const gwEnv = { REDIS_URL: redis.url, REDIS_KEY_PREFIX: 'bench:', UPSTREAM_URL: origin.url };
@@ -149,7 +149,7 @@ if (SCENARIOS.has('list')) {
 // ---------------------------------------------------------------------------------------------------
 // A burst, then ordinary load, on a fresh gateway. V8 once answered a burst by allocating per-request
 // objects in the old generation for good, and the process then ran a full collection every half
-// second (RESULTS.md, 2026-11-23 fifth session): this shows whether a burst still leaves that behind.
+// second (docs/performance.md, "Node flags"): this shows whether a burst still leaves that behind.
 if (SCENARIOS.has('burst')) {
   log('burst: a fresh gateway, 5 s at 300 connections, then the JSON list at 50 against the floor');
   const fresh = await startGateway(gwEnv);

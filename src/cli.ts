@@ -1,19 +1,8 @@
 #!/usr/bin/env -S node --max-semi-space-size=4 --expose-gc --heap-growing-percent=50 --no-allocation-site-pretenuring
-// The flags above: --max-semi-space-size=4 caps V8's young generation at 2 × 4 MiB. Left to itself
-// V8 grows it to 64 MiB under steady traffic and keeps it, which a soak of the gateway showed as RSS
-// growth; with the cap, RSS stays flat and throughput is the same. --expose-gc lets the proxy free
-// the read buffers of a streamed download every few MiB (proxy/streamed-memory.ts), instead of
-// after ~64 MiB of them (bench/RESULTS.md). --heap-growing-percent=50 lets the old generation grow
-// to 1.5× what survived its last full collection before the next one; V8's own factor went up to
-// 4× after bursts, and the heap then sawed by tens of MiB of garbage. --no-allocation-site-pretenuring:
-// after a burst of concurrent requests V8 decided to allocate some per-request objects straight in
-// the old generation, and kept to it: every process so burst then ran a full collection about every
-// half second for as long as it lived, at about 1.3× the CPU per request (6 of 6 processes; 0 of 6
-// with the flag; bench/RESULTS.md). Run as `node dist/cli.js`, pass the flags yourself (node refuses
-// the last two in NODE_OPTIONS); WORKERS inherit the primary's node flags.
-// Only these three are loaded before the command is known. Each command's modules are imported when it
-// runs: loading the gateway's (Express, ioredis, prom-client …) is most of `serve`'s start-up, and
-// its signal handling has to begin before that (signals.ts).
+// The node flags above are the ones the gateway is measured with; what each buys is in
+// docs/performance.md. Started as `node dist/cli.js`, pass them yourself.
+// Only light modules are loaded before the command is known: each command's own are imported when it
+// runs, and serve's signal handling begins before them (lifecycle/signals.ts).
 // First: on an older Node.js, one line saying which is needed, and exit 1 (nothing else has run).
 import '../scripts/require-node.mjs';
 import { CommandError, PolicyInvalid, UsageError, wantsHelp } from './cli/command-line.js';

@@ -34,11 +34,9 @@ declare global {
 type AllLocals = { [K in keyof Required<Express.Locals>]: Express.Locals[K] | undefined };
 
 /**
- * A request's locals, every field present from the start and always in the same order, so that all
- * requests' locals share one hidden class and each step's reads and writes are plain loads and
- * stores. Express's own `res.locals` is `Object.create(null)`, which V8 keeps as a hash table: with
- * it, the gateway used 5 to 13% more CPU per request (bench/RESULTS.md, 2026-11-23 fifth session).
- * A field added to `Locals` above must be added here, or this does not compile.
+ * A request's locals, every field present from the start and in the same order, so all requests'
+ * locals share one shape (Express's own `res.locals` is a hash table to V8: the figure is in
+ * docs/performance.md). A field added to `Locals` above must be added here, or this does not compile.
  */
 export function createRequestLocals(policy: CompiledPolicy, requestId: string, startedAt: number): Express.Locals {
   const locals: AllLocals = {

@@ -59,13 +59,9 @@ export function attachHttpEdge(server: http.Server, { app, answers, metrics, log
   });
 
   /**
-   * Runs `handle` once the request may be answered. A pipelined request waits until its answer has
-   * the connection: its head (its `Connection` among them) is then decided when it goes out, a drain
-   * included, and a proxied one holds a pooled upstream connection only while it can use it (one
-   * client could otherwise hold them all by pipelining downloads behind a slow one). A request that
-   * declares a body waits a turn of the loop: no route takes one, and the refusal says whether the
-   * connection stays open by whether the body has all arrived, which for a body in the same read as
-   * its head Node tells only after this event.
+   * Runs `handle` once the request may be answered: a pipelined request when its answer has the
+   * connection (so it holds an upstream connection only while it can use it), one that declares a body
+   * a turn later, once Node has said whether the body is all there (docs/request-handling.md, "Framing").
    */
   const whenAnswerable = (req: http.IncomingMessage, res: http.ServerResponse, handle: RequestHandler) => {
     if (res.socket === null) return void res.once('socket', () => whenAnswerable(req, res, handle));

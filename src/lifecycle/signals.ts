@@ -17,17 +17,11 @@ export interface StartUpSignals {
 }
 
 /**
- * From the start of `serve` (before its modules load: most of start-up) until the gateway has its own
- * signal handlers. Node's defaults would end the process at once: on SIGTERM or SIGINT without the
- * `exit` event, so log lines still buffered would be lost; and on SIGHUP, the policy-reload signal,
- * so a reload sent to a gateway that was starting killed it.
- *
- * Here a SIGTERM or SIGINT writes the buffered lines and then ends the process by the same signal,
- * as the default would have: whoever waits for the process (a supervisor, the cluster primary for a
- * worker still starting) sees what it saw before. As PID 1 (a container's entry point) the kernel
- * ignores a signal's default action, so there it exits with 128 + the signal's number, the status a
- * shell and Docker report for a process killed by it. A SIGHUP is remembered, and `handOver` says so:
- * the policy may have been read before the change it announces, so the caller reloads once running.
+ * From the start of `serve` until the gateway has its own handlers. A SIGTERM or SIGINT writes the
+ * buffered log lines, then ends the process by the same signal, as Node's default would without
+ * them (as PID 1, where the kernel ignores a signal's default action: exit 128 + its number). A
+ * SIGHUP, which by default would kill a gateway still starting, is remembered: the policy may have
+ * been read before the change it announces, so the caller reloads once running.
  */
 export function holdSignalsDuringStartUp(): StartUpSignals {
   let reloadAsked = false;

@@ -11,14 +11,9 @@ export const HOP_BY_HOP = new Set([
 ]);
 
 /**
- * The request headers that reach the upstream, and only these: what a client of a read-only API needs
- * the upstream to see (content negotiation, conditional and range requests for the downloads, trace
- * context). The gateway adds Host (the upstream's), the acquirer header (from the key) and X-Request-Id.
- * A list of what to drop could never name every header some framework reads as a session, an identity,
- * an address or a parameter (X-Auth-Token, X-Client-Cert, WL-Proxy-Client-IP, Cookie …): none passes.
- * Every route takes no body today; one that did would need Content-Type and Content-Length here.
- * Trace context is `traceparent` alone, and only in its W3C form (TRACEPARENT): `tracestate` is
- * free-form vendor data a client writes (`tenant=acq_1` is well-formed), as baggage is.
+ * The request headers that reach the upstream, and only these: a list of what to drop could never
+ * name every header some framework reads as an identity, an address or a parameter. The gateway adds
+ * Host, the acquirer header and X-Request-Id. Each choice: docs/request-handling.md, "Serve or proxy".
  */
 export const FORWARDED_REQUEST_HEADERS: ReadonlySet<string> = new Set([
   'accept', 'accept-encoding', 'accept-language', 'cache-control', 'if-match', 'if-none-match',
@@ -122,15 +117,9 @@ export function connectionTokens(value: string | string[] | undefined): Readonly
 }
 
 /**
- * The response headers that reach the client, and only these: what a client of a read-only API of
- * JSON lists and CSV downloads uses (the representation and its integrity, validators and ranges,
- * caching, where a redirect points, when to retry). The rest is what an upstream says about itself
- * or would decide for the gateway's origin, and none of it passes: banners (`Server`, `X-Powered-By`,
- * `X-AspNet-Version`, `X-Backend-Server`), `Via` with the hosts inside (RFC 9110 §7.6.3 asks a portal
- * through a firewall not to forward their names), a cookie of the legacy service's session (a cookie
- * never goes back upstream: NEVER_FORWARDED), and `Strict-Transport-Security`, `Alt-Svc`, CORS or CSP
- * headers, which clients would apply to the gateway's own origin and which are its operator's to set.
- * A list of what to drop could never name them all, as on the request side (FORWARDED_REQUEST_HEADERS).
+ * The response headers that reach the client, and only these: what a client uses of a JSON list or a
+ * CSV download. Banners, `Via`, cookies and headers that would bind the gateway's own origin (HSTS,
+ * CORS, CSP) stay behind; each choice: docs/request-handling.md, "Headers passed back".
  */
 export const RETURNED_RESPONSE_HEADERS: ReadonlySet<string> = new Set([
   'content-type', 'content-length', 'content-encoding', 'content-language', 'content-disposition',

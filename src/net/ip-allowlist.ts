@@ -6,13 +6,9 @@ const IPV4_STRICT = /^(?:0|[1-9][0-9]{0,2})(?:\.(?:0|[1-9][0-9]{0,2})){3}$/;
 const PREFIX_STRICT = /^(?:0|[1-9][0-9]{0,2})$/;
 
 /**
- * An address exactly as written, or null: IPv4 only in dotted decimal without leading zeros (never
- * the legacy forms `0313.0.0.1`, `0xcb.0.0.1`, `203.0.113`, `3405803777`, which some parsers accept),
- * also when it ends an IPv6 address; an IPv6 address without its zone id, if any.
- * ipaddr.js reads the deprecated IPv4-compatible `::a.b.c.d` as the IPv4-mapped `::ffff:a.b.c.d`,
- * another address, which would then count as the IPv4 `a.b.c.d`: a peer at `::203.0.113.5` would pass
- * a whitelist of 203.0.113.0/24, and one at `::<a trusted proxy's IPv4>` would be believed as that
- * proxy. So the dotted part is turned into the two hex groups it spells before ipaddr.js sees it.
+ * An address exactly as written, or null: IPv4 only in dotted decimal without leading zeros, and
+ * `::a.b.c.d` turned into its hex groups first, since ipaddr.js would read it as the IPv4 `a.b.c.d`
+ * (docs/request-handling.md, "Client address").
  */
 function parseStrict(text: string): IpAddress | null {
   if (IPV4_STRICT.test(text)) return ipaddr.IPv4.isValidFourPartDecimal(text) ? ipaddr.IPv4.parse(text) : null;

@@ -51,13 +51,8 @@ export function matchRoute(policy: CompiledPolicy, method: string, target: strin
 }
 
 /**
- * Whether the route takes a raw request-target's query (none, `?`, or `?…`). A route that declares
- * its `query` takes only those parameters, each once, each `name=value` with the value, as written
- * (never decoded), of the declared type. So an upstream that reads its query can only be told what
- * the policy allows: no `acquirer_id` it might prefer to the header, and no second `page` for a
- * framework that reads the last where the gateway read the first. A route without `query` takes none;
- * one with `query: any` takes any (the target's canonical form, checked by `matchRoute`, already
- * keeps it to visible ASCII).
+ * Whether the route takes a raw request-target's query: only its declared parameters, each once, as
+ * written, of the declared type; none without `query`, any with `query: any` (docs/policy.md, "Paths, parameters and queries").
  */
 export function queryAllowed(route: CompiledRoute, target: string): boolean {
   const declared = route.query;

@@ -136,12 +136,10 @@ function unreadAsWritten(doc: Document, at: (offset: number, message: string) =>
 }
 
 /**
- * The parsed document with every string copied out of the source text. The YAML parser's strings
- * are slices of the source, and a source with one character beyond Latin-1 (the shipped policy's
- * "…" in a comment) is stored two bytes a character: so then is every slice, and every access line
- * that holds a route id, which V8 then encodes to UTF-8 the slow way (12k instructions a request,
- * bench/RESULTS.md, fifteenth session). A copy is one byte a character when it can be, and no longer
- * holds the whole source in memory.
+ * The parsed document with every string copied out of the source text. The parser's strings are
+ * slices of the source, two bytes a character when the source holds one character beyond Latin-1,
+ * and so then is every access line holding a route id (encoded the slow way). A copy is one byte a
+ * character when it can be, and no longer holds the whole source in memory.
  */
 function ownStrings(value: unknown): unknown {
   if (typeof value === 'string') return JSON.parse(JSON.stringify(value)) as string;

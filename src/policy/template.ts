@@ -98,7 +98,7 @@ function automaton(template: CompiledTemplate): NFA {
  * pattern refuses, or two parameters' prefixes or suffixes that differ. Neither a literal nor a parameter's pattern holds a "/", so a path matches a
  * template segment by segment, and one such pair rules out every path. Settles nearly every pair of
  * routes without the automata (comparing every route with every other that way made a policy of a
- * few hundred routes take seconds to load: bench/RESULTS.md).
+ * few hundred routes take seconds to load).
  */
 function segmentsExclude(a: CompiledTemplate, b: CompiledTemplate): boolean {
   for (let i = 0; i < a.segments.length; i++) {

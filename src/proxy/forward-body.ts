@@ -4,15 +4,10 @@ import type { Readable } from 'node:stream';
 export type BodySink = Pick<NodeJS.WritableStream, 'write' | 'end' | 'on'> & { readonly destroyed: boolean };
 
 /**
- * Passes the upstream's body to the client as it arrives, and holds the upstream back while the
- * client's connection is full. What `body.pipe(res)` does, without what a proxy never needs from it
- * (an unpipe path, a 'pipe' event, and eight listeners added and removed for each answer): pipe()
- * was 9% of the main thread's time per proxied request (bench/RESULTS.md, 2026-11-24). A client
- * that goes away or an upstream that fails is httpxy's to handle: it destroys the other side, and no
- * more data comes.
- * `head` is called once, before the first byte of the body or its end, whichever comes first: until
- * then nothing of the answer is committed, and an upstream that fails can still be answered in full.
- * It returns false when it answered otherwise (and stopped the body).
+ * Passes the upstream's body to the client as it arrives, holding the upstream back while the
+ * client's connection is full: `pipe()` without its per-answer listeners (docs/performance.md).
+ * `head` is called once before the first byte or the end, while a failure can still be answered in
+ * full; it returns false when it answered otherwise (and stopped the body).
  */
 export function forwardBody(body: Readable, res: BodySink, head: () => boolean = () => true): void {
   let resume: (() => void) | undefined;

@@ -5,13 +5,9 @@ import { percentDecode } from '../net/percent-decoding.js';
 import { holdsSecret } from '../secrets/redact.js';
 
 /**
- * `Cache-Control` as passed: every answer is one acquirer's, to a request with `Authorization`, and a
- * shared cache in front of the gateway (a CDN, a caching load balancer) must not store it, or it could
- * hand one acquirer's statement to another asking for the same URL (`by_date/<date>.csv`). RFC 9111
- * §3.5 keeps shared caches from storing such answers unless they say `public`, `s-maxage` or
- * `must-revalidate`: `public`, `s-maxage` and `proxy-revalidate` (for shared caches only) are dropped,
- * and `private` is added unless `private` or `no-store` is there. A qualified `private="…"` lets a
- * shared cache store the answer without the fields it names: it becomes a plain `private`.
+ * `Cache-Control` as passed, kept from shared caches (RFC 9111 §3.5): every answer is one acquirer's,
+ * and a CDN must not hand it to another asking for the same URL. `public`, `s-maxage` and
+ * `proxy-revalidate` are dropped; `private` is added unless `private` or `no-store` is there.
  */
 export const privateCacheControl = memo((value: string): string => {
   const members = directives(value);
@@ -170,13 +166,9 @@ export function hasDroppedBody(status: number): boolean {
 const DROPPED_BODY_HEADERS = new Set(['content-length', 'content-type', 'content-encoding']);
 
 /**
- * Response headers passed back to the client: the upstream's of RETURNED_RESPONSE_HEADERS (one named
- * in its Connection excepted), with our request id, URLs on the upstream's origin made relative
- * (URL_HEADERS), `Cache-Control` kept from shared caches (privateCacheControl) and `Vary` naming
- * `Authorization` where it named the acquirer header (`acquirerHeader`, lower case). A 204 has no
- * body and must not claim a length (RFC 9110 §8.6): an upstream's Content-Length on one is dropped,
- * or a client that trusted it would wait for bytes that never come. A redirect's body is dropped
- * (hasDroppedBody): `Content-Length: 0`. No header that names the upstream's host is passed.
+ * Response headers passed back to the client: RETURNED_RESPONSE_HEADERS with our request id, URLs on
+ * the upstream's origin made relative, Cache-Control private, Vary naming Authorization for the
+ * acquirer header, and no length on a 204 or a redirect's dropped body (docs/request-handling.md).
  */
 export function buildClientHeaders(
   status: number,

@@ -2,13 +2,11 @@ import type { IncomingMessage } from 'node:http';
 import type { CollectYoung } from '../node-internals/young-collection.js';
 
 /**
- * Why this exists: every socket read of an upstream body is a new buffer of up to 64 KiB outside
- * V8's heap, and V8 frees a dead one only when it collects. A streamed body allocates almost no
- * JavaScript, so nothing prompts a collection until about 64 MiB of dead buffers have piled up, and
- * the allocator keeps those pages: a 1 GiB download grew the process by 80 to 100 MiB. A young-
- * generation collection after every few MiB streamed (a fraction of a millisecond with the capped
- * young generation of the shebang) frees them while they are few, and the reused memory is still in
- * the cache, so large downloads also got faster (bench/RESULTS.md).
+ * @module
+ * Every socket read of an upstream body is a buffer outside V8's heap that V8 frees only when it
+ * collects, and a streamed body allocates almost no JavaScript to prompt a collection: dead buffers
+ * pile up. A young-generation collection every few MiB streamed frees them while they are few (the
+ * figure: docs/performance.md).
  */
 
 /** Bytes streamed, over all responses, between two collections. */

@@ -13,15 +13,10 @@ const MAX_PENDING_BYTES = 4 * 1024 * 1024;
 const pause = new Int32Array(new SharedArrayBuffer(4));
 
 /**
- * Log bytes to a file descriptor, written synchronously as they are handed over, in order. Nothing
- * is ever under way in the background, so an exit of any kind (a signal, a crash, `process.exit()`)
- * writes what is left whole, after what came before: an asynchronous writer (sonic-boom) left lines
- * cut and mixed, or lost, when the process exited with a write under way.
- *
- * A blocking descriptor (a pipe, as a supervisor gives one) makes the process wait for a reader
- * that is behind, as any program writing to it does. A non-blocking one refuses with EAGAIN: what it
- * refused is copied and kept, and written first at the next write or `retry`; past
- * MAX_PENDING_BYTES, writes wait for the reader as a blocking descriptor makes them.
+ * Log bytes to a file descriptor, written synchronously as they are handed over, in order, so an exit
+ * of any kind leaves every line whole (sonic-boom's asynchronous writes left lines cut or lost). A
+ * non-blocking descriptor's refusals are kept up to MAX_PENDING_BYTES, then waited out as a blocking
+ * one would be (docs/operations.md, "Logs").
  */
 export class LogWriter {
   readonly #fd: number;

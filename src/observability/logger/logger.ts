@@ -91,10 +91,8 @@ function jsonString(text: string): string {
   return NEEDS_ESCAPING.test(text) ? JSON.stringify(text) : `"${text}"`;
 }
 /**
- * What JSON escapes, and anything beyond ASCII (left to JSON.stringify). One regular expression, not a
- * loop over the characters: the loop's loads of `length` and `charCodeAt`, on strings of every kind V8
- * has (flat, joined, sliced), went through its generic property load, about 30k instructions a request
- * (bench/RESULTS.md, sixteenth session).
+ * What JSON escapes, and anything beyond ASCII (left to JSON.stringify). One regular expression: a
+ * loop over the characters went through V8's generic property loads on every kind of string.
  */
 const NEEDS_ESCAPING = /[\u0000-\u001f"\\\u007f-\uffff]/;
 
@@ -155,11 +153,9 @@ function flatFields(record: FlatRecord): string {
 /** How long a log line may wait in the buffer when traffic is too light to fill it. */
 const FLUSH_INTERVAL_MS = 200;
 /**
- * Lines are written in blocks of at most this many bytes, one system call each. A process alone on its
- * stdout writes 64 KiB at a time (the size of a Linux pipe's buffer): a block of 4 KiB cost 0.5 µs
- * more per line written to a pipe (bench/RESULTS.md, sixteenth session). With WORKERS above 1 the
- * processes share stdout, and so does stderr when it is the same file: then a block is at most
- * PIPE_BUF, which a pipe takes atomically.
+ * Lines are written in blocks of at most this many bytes, one system call each (64 KiB, a Linux
+ * pipe's buffer). With WORKERS above 1 the processes share stdout, and so does stderr when it is the
+ * same file: then a block is at most PIPE_BUF, which a pipe takes atomically.
  */
 const SOLE_WRITER_BLOCK_BYTES = 64 * 1024;
 /** UTF-8 takes at most this many bytes for one UTF-16 unit of a string. */

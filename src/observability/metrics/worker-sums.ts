@@ -9,13 +9,9 @@ const MONOTONIC_TYPES: ReadonlySet<string> = new Set(['counter', 'histogram']);
 const monotonic = (metrics: WorkerMetrics): WorkerMetrics => metrics.filter((m) => MONOTONIC_TYPES.has(String(m.type)));
 
 /**
- * The workers' metrics (WORKERS above 1), kept so that their sums do not go backwards. Each live
- * worker's last answer is kept: a worker that does not answer a scrape in time (hung, or leaving)
- * counts with the counters and histograms of it, and when a worker dies they stay in the sums for
- * good. Gauges come only from workers that answered: an old one would describe a worker as it was (a
- * frozen event-loop lag, a key store state long past). Without this, a dead or late worker's share
- * vanished, which Prometheus reads as a counter reset and `rate()` as a spike. What a worker counted
- * after its last answer is lost.
+ * The workers' metrics (WORKERS above 1), summed so that counters never go backwards: a worker late to
+ * a scrape, or dead, counts with its last answer (Prometheus would read its vanishing as a reset).
+ * Gauges come only from workers that answered. See docs/operations.md, "Every core".
  */
 export class WorkerSums<W extends object> {
   /** Each live worker's newest answer, with the number of the question it answered (questions are numbered in the order asked). */
