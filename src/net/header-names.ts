@@ -21,14 +21,19 @@ export const FORWARDED_REQUEST_HEADERS: ReadonlySet<string> = new Set([
 ]);
 
 /**
+ * Names an upstream request's exchange between the proxy and its pool, which takes it off as it
+ * takes the request, before anything is written (proxy/upstream-agent.ts): the upstream never sees it.
+ */
+export const EXCHANGE_HEADER = 'x-acquirer-gateway-exchange';
+
+/**
  * Request headers that claim what only a proxy in front of a service could know, or carry a credential:
  * the credential itself, claims about the client's address or the host and URL it asked for, method or
  * URL overrides. None is forwarded (only FORWARDED_REQUEST_HEADERS are); none may be the policy's
  * identity header either, in any spelling (neverForwarded, policy/compile.ts).
  */
 export const NEVER_FORWARDED = new Set([
-  // `expect`: the gateway already answered any expectation; forwarded, it would also stop httpxy
-  // from reporting the upstream request, which the timeout needs in order to cancel it.
+  // `expect`: the gateway already answered any expectation.
   'authorization', 'expect', 'forwarded', 'x-forwarded-for', 'x-forwarded-host', 'x-forwarded-proto',
   'x-forwarded-port', 'x-forwarded-prefix', 'x-forwarded-server', 'x-real-ip', 'x-client-ip',
   'client-ip', 'true-client-ip', 'x-cluster-client-ip', 'cf-connecting-ip', 'fastly-client-ip',

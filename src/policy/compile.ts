@@ -1,5 +1,5 @@
 import { isErrorStatus, type ErrorStatus } from '../errors/codes.js';
-import { FORWARDED_REQUEST_HEADERS, neverForwarded } from '../net/header-names.js';
+import { EXCHANGE_HEADER, FORWARDED_REQUEST_HEADERS, neverForwarded } from '../net/header-names.js';
 import { UNMATCHED_ROUTE } from '../observability/metrics/labels.js';
 import { mapUpstreamStatus, NEVER_PASSED_ON } from '../errors/upstream-status.js';
 import { PARAM_TYPES, type ParamType, type ParamTypeName } from './param-types.js';
@@ -57,7 +57,7 @@ export type CompileResult = { ok: true; policy: CompiledPolicy } | { ok: false; 
  */
 const RESERVED_HEADERS = new Set([
   'host', 'content-length', 'content-type', 'content-encoding', 'cookie', 'max-forwards', 'range',
-  'if-range', 'x-request-id',
+  'if-range', 'x-request-id', EXCHANGE_HEADER,
 ]);
 
 /** A query parameter's name, matched as written: nothing a client would have to encode. */

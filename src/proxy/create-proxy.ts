@@ -6,6 +6,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { RequestHandler } from 'express';
 import { createProxyMiddleware, proxyEventsPlugin } from 'http-proxy-middleware';
+import { EXCHANGE_HEADER } from '../net/header-names.js';
 import type { CollectYoung } from '../node-internals/young-collection.js';
 import type { Logger } from '../observability/logger/logger.js';
 import { passAnswer } from './answer.js';
@@ -17,7 +18,7 @@ import { createSendTogether } from './send-together.js';
 import { createStreamedMemory } from './streamed-memory.js';
 import { createUpstreamAgent, type UpstreamAgent, type UpstreamAgentOptions } from './upstream-agent.js';
 import { onUpstreamError, unaskedBytesReporter } from './upstream-error.js';
-import { EXCHANGE_HEADER, onUpstreamRequest } from './upstream-request.js';
+import { onUpstreamRequest } from './upstream-request.js';
 
 export interface UpstreamProxyOptions {
   /** Origin of the upstream service (UPSTREAM_URL). */
@@ -99,10 +100,11 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): UpstreamProx
     req.headers = headers as IncomingHttpHeaders;
     res.locals.upstream = exchange;
     watch.start(exchange);
-    // A response closes once, however it ends; one cut short takes its upstream request with it.
+    // A response closes once, however it ends; one cut short takes its upstream request with it,
+    // sent or still queued for a connection.
     res.on('close', () => {
       clearTimeout(exchange.timer);
-      if (!res.writableFinished) exchange.proxyReq?.destroy();
+      if (!res.writableFinished) (exchange.proxyReq ?? agent.takeWaiting(exchange.id))?.destroy();
     });
     sendSoon(exchange);
   };

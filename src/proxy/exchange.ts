@@ -25,7 +25,7 @@ export class Exchange {
   /** Sent again once already, on a new connection (proxy/retry.ts). */
   retried = false;
 
-  /** Names the upstream request while it waits in the pool's queue (upstream-request.ts). */
+  /** Names the upstream request to its pool, while it waits in the pool's queue (upstream-agent.ts). */
   readonly id: string;
   readonly res: Response;
   /** The request's own `next`, for a second attempt and for failures while sending. */
@@ -56,7 +56,7 @@ const CLOCK_SLACK_MS = 1;
 
 /**
  * One timer per exchange, every `periodMs`, set when the request is forwarded and cleared when the
- * response closes (two timers per request cost a tenth of the main thread's time: docs/performance.md).
+ * response closes (one timer where there were two: docs/performance.md).
  * Progress is the client connection's bytes written, compared at each tick, so a stall is cut after
  * at least `idleTimeoutMs` and before that rounded up to whole periods plus one.
  */

@@ -3,14 +3,14 @@
  * What the client gets when the upstream fails: the documented 502 or 504 while nothing of the
  * answer has gone out, a cut connection once its body streams (so the client sees the truncation).
  */
-import type { Agent, ServerResponse } from 'node:http';
+import type { ServerResponse } from 'node:http';
 import type { Response } from 'express';
 import { ERROR_CODES, type ErrorCode } from '../errors/codes.js';
 import { cutResponse, sendError } from '../errors/error-response.js';
 import type { UpstreamErrorKind } from '../errors/upstream-errors.js';
 import type { Logger } from '../observability/logger/logger.js';
 import type { Exchange, WatchVerdict } from './exchange.js';
-import { queuedRequest } from './upstream-request.js';
+import type { UpstreamAgent } from './upstream-agent.js';
 
 /** Answers `res` with the documented error for `code`, logged with the failure (a timeout has none). */
 export function fail(res: ServerResponse, code: ErrorCode, logger: Logger, err?: unknown): void {
@@ -39,12 +39,12 @@ export function failAnswer(res: ServerResponse, err: Error, kind: UpstreamErrorK
  * the upstream one is destroyed, never pooled mid-answer (a stalled client's goes with its response:
  * create-proxy.ts).
  */
-export function onWatchVerdict(exchange: Exchange, verdict: WatchVerdict, { logger, agent, idleTimeoutMs }: { logger: Logger; agent: Agent; idleTimeoutMs: number }): void {
+export function onWatchVerdict(exchange: Exchange, verdict: WatchVerdict, { logger, agent, idleTimeoutMs }: { logger: Logger; agent: UpstreamAgent; idleTimeoutMs: number }): void {
   const res = exchange.res;
   if (verdict === 'deadline') {
     exchange.answered = true;
     // Still in the pool's queue: it waited for a connection, and the upstream never saw it.
-    const queued = exchange.proxyReq === undefined ? queuedRequest(agent, exchange) : undefined;
+    const queued = exchange.proxyReq === undefined ? agent.takeWaiting(exchange.id) : undefined;
     res.locals.upstreamErrorKind = queued !== undefined ? 'pool_exhausted' : 'timeout';
     (queued ?? exchange.proxyReq)?.destroy();
     return fail(res, 'UPSTREAM_TIMEOUT', logger);

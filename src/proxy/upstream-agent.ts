@@ -1,12 +1,14 @@
 /**
  * @module
  * The keep-alive pool of connections to the upstream, as a subclass of Node's agent: each request it
- * is handed reads at most one header line past MAX_UPSTREAM_HEADER_LINES, and bytes the upstream
- * sends on an idle pooled connection (an answer to no request) are reported.
+ * is handed reads at most one header line past MAX_UPSTREAM_HEADER_LINES, bytes the upstream sends
+ * on an idle pooled connection (an answer to no request) are reported, and a request queued for a
+ * connection is kept by its exchange, so that its deadline or its client's leaving can cancel it.
  */
 import http, { type ClientRequest } from 'node:http';
 import https from 'node:https';
 import type { Duplex } from 'node:stream';
+import { EXCHANGE_HEADER } from '../net/header-names.js';
 import { withRequestHook } from '../node-internals/agent-request-hook.js';
 
 /**
@@ -33,6 +35,9 @@ type PooledSocket = Duplex & { bytesRead: number; [READ_WHEN_IDLE]?: number };
 function upstreamAgentClass<T extends new (...args: any[]) => http.Agent>(Base: T) {
   return class UpstreamAgent extends withRequestHook(Base) {
     readonly #onIdleClose: (this: PooledSocket) => void;
+    /** Requests waiting in the pool's queue, by exchange: only while the pool is exhausted. */
+    readonly #waiting = new Map<string, ClientRequest>();
+    #queueName: string | undefined = undefined;
 
     constructor(...[options]: [UpstreamAgentOptions]) {
       const maxSockets = options.maxSockets;
@@ -48,6 +53,27 @@ function upstreamAgentClass<T extends new (...args: any[]) => http.Agent>(Base: 
     override requestCreated(req: ClientRequest): void {
       // One line past the limit is kept, so that an answer longer than it is seen and refused.
       req.maxHeadersCount = MAX_UPSTREAM_HEADER_LINES + 1;
+    }
+
+    /**
+     * The exchange's header comes off before anything is written; a request the pool queued is kept
+     * by its exchange until it has a connection (one origin: one queue).
+     */
+    override requestPlaced(req: ClientRequest, options: http.ClientRequestArgs): void {
+      const exchange = req.getHeader(EXCHANGE_HEADER);
+      if (typeof exchange !== 'string') return;
+      if (!req.headersSent) req.removeHeader(EXCHANGE_HEADER);
+      const queue = this.requests[(this.#queueName ??= this.getName(options))];
+      if (queue === undefined || queue[queue.length - 1] !== req) return;
+      this.#waiting.set(exchange, req);
+      req.once('socket', () => this.#waiting.delete(exchange));
+    }
+
+    /** The request of `exchange` while it waits in the pool's queue, handed over once (to be cancelled). */
+    takeWaiting(exchange: string): ClientRequest | undefined {
+      const req = this.#waiting.get(exchange);
+      if (req !== undefined) this.#waiting.delete(exchange);
+      return req;
     }
 
     /**
@@ -85,6 +111,7 @@ const UpstreamHttpsAgent = upstreamAgentClass(https.Agent);
 /** What the proxy uses of its pool beyond Node's agent. */
 export interface UpstreamAgent extends http.Agent {
   dropIdleConnections(): void;
+  takeWaiting(exchange: string): ClientRequest | undefined;
 }
 
 /** The pool for `target`'s scheme. */

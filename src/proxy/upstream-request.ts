@@ -1,33 +1,13 @@
 /**
  * @module
- * The upstream request of an exchange: found in the pool's queue when its deadline passes while it
- * waits for a connection, and watched once it has one.
+ * The upstream request of an exchange, once it has a connection (http-proxy-middleware's
+ * `on.proxyReq`, whose documented use is to change a request's headers before they go out).
  */
-import type { Agent, ClientRequest, IncomingMessage, ServerResponse } from 'node:http';
+import type { ClientRequest, IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Response } from 'express';
 import { UnexpectedUpgradeError } from '../errors/upstream-errors.js';
 import type { Exchange } from './exchange.js';
-
-/**
- * The request header that names an upstream request's exchange while it waits in the pool's queue,
- * taken off in `on.proxyReq` (whose documented use is to change a request's headers before they go
- * out), so the upstream never sees it. http-proxy-middleware forwards headers as given: its job.
- */
-export const EXCHANGE_HEADER = 'x-acquirer-gateway-exchange';
-
-/**
- * The exchange's request while it waits in the pool's queue for a connection (Node's documented
- * `agent.requests`), or undefined. Looked for only at a deadline: cancelled there, it gives the
- * pool back the connection it would have been handed, which a request destroyed later would take
- * down with it.
- */
-export function queuedRequest(agent: Agent, exchange: Exchange): ClientRequest | undefined {
-  for (const queue of Object.values(agent.requests)) {
-    for (const req of queue ?? []) if (req.getHeader(EXCHANGE_HEADER) === exchange.id) return req;
-  }
-  return undefined;
-}
 
 /**
  * http-proxy-middleware's `on.proxyReq`: the request has a connection (or is about to). `onFailure`
@@ -39,7 +19,6 @@ export function onUpstreamRequest(
   res: ServerResponse,
   onFailure: (err: Error, req: IncomingMessage, res: ServerResponse) => void,
 ): void {
-  if (!proxyReq.headersSent) proxyReq.removeHeader(EXCHANGE_HEADER);
   const exchange = (res as Response).locals.upstream;
   if (exchange === undefined) return;
   exchange.proxyReq = proxyReq;
@@ -51,6 +30,6 @@ export function onUpstreamRequest(
     socket.destroy();
     onFailure(new UnexpectedUpgradeError(), req, res);
   });
-  // Answered meanwhile (a request cancelled in the pool's queue never gets here).
-  if (exchange.answered) proxyReq.destroy();
+  // Answered meanwhile, or its client left before the request existed to be cancelled.
+  if (exchange.answered || res.closed) proxyReq.destroy();
 }

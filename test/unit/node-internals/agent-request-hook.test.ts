@@ -4,8 +4,9 @@ import { withRequestHook } from '../../../src/node-internals/agent-request-hook.
 
 /**
  * Canary for src/node-internals/agent-request-hook.ts: Node calls `agent.addRequest(req, options)`
- * from the ClientRequest constructor, before the request has a connection, and reads
- * `req.maxHeadersCount` only when a connection is assigned. If Node changes either, these fail.
+ * from the ClientRequest constructor, before the request has a connection, reads
+ * `req.maxHeadersCount` only when a connection is assigned, and queues a request that must wait in
+ * `agent.requests[agent.getName(options)]` within that call. If Node changes any, these fail.
  */
 
 /** A raw upstream that answers every request with `lines` header lines. */
@@ -73,6 +74,27 @@ describe('Agent#addRequest, hooked by a subclass', () => {
     } finally {
       hooked.destroy();
       await upstream.close();
+    }
+  });
+
+  it('has placed the request when it returns: queued under the pool\'s name for it when every connection is busy, else not', async () => {
+    const upstream = http.createServer((_req, res) => res.end('ok'));
+    await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
+    const port = (upstream.address() as AddressInfo).port;
+    const placed: { queued: boolean }[] = [];
+    const Hooked = withRequestHook(http.Agent);
+    const agent = new (class extends Hooked {
+      override requestPlaced(req: http.ClientRequest, options: http.ClientRequestArgs): void {
+        placed.push({ queued: this.requests[this.getName(options)]?.includes(req) === true });
+      }
+    })({ keepAlive: true, maxSockets: 1 });
+    try {
+      await Promise.all([get(port, agent), get(port, agent)]);
+      expect(placed).toEqual([{ queued: false }, { queued: true }]);
+    } finally {
+      agent.destroy();
+      upstream.closeAllConnections();
+      await new Promise((resolve) => upstream.close(resolve));
     }
   });
 });

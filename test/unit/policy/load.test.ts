@@ -434,7 +434,7 @@ routes:
   - { id: things, method: GET, path: /v1/things, permissions: [things_read] }
 `;
 
-  it.each(['Authorization', 'Host', 'Expect', 'Connection', 'X-Forwarded-Port', 'X-Forwarded-For', 'X-Client-IP', 'Max-Forwards', 'Content-Length', 'X-Request-Id', 'Proxy-Authorization', 'X-Forwarded-Ssl', 'X-Original-Host', 'Proxy', 'True-Client-IP', 'Accept', 'Range', 'Traceparent'])(
+  it.each(['Authorization', 'Host', 'Expect', 'Connection', 'X-Forwarded-Port', 'X-Forwarded-For', 'X-Client-IP', 'Max-Forwards', 'Content-Length', 'X-Request-Id', 'Proxy-Authorization', 'X-Forwarded-Ssl', 'X-Original-Host', 'Proxy', 'True-Client-IP', 'Accept', 'Range', 'Traceparent', 'X-Acquirer-Gateway-Exchange'])(
     'cannot be %s, a header the gateway controls, strips or passes from the client',
     async (header) => {
       const { parsePolicy } = await import('../../../src/policy/load.js');

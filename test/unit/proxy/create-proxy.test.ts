@@ -142,4 +142,32 @@ describe('the upstream proxy, what the upstream receives', () => {
       expect(names).toEqual(['connection', 'host', 'x-acquirer-id', 'x-request-id']);
     }
   });
+
+  it('never sends a request whose client left while it waited in the pool\'s queue, and keeps the pooled connection', async () => {
+    const forward = await start({ timeoutMs: 5000, idleTimeoutMs: 5000, maxSockets: 1 });
+    let release = () => {};
+    upstream.handle((req, res) => {
+      const answer = () => res.end(JSON.stringify({ url: req.url }));
+      if (req.url === '/held') release = answer;
+      else answer();
+    });
+    const held: Held[] = [];
+    onRequest = (h) => {
+      held.push(h);
+      forward(h.req, h.res, () => {});
+    };
+    const first = get('/held');
+    await waitFor(() => upstream.received.length === 1, { what: 'the first request to take the one connection' });
+    const left = get('/left');
+    await waitFor(() => held.length === 2, { what: 'the second request to be forwarded' });
+    // Queued behind the first: its client goes away before the pool has a connection for it.
+    await waitFor(() => Object.values(proxy.agent.requests).flat().length === 1, { what: 'the second request in the queue' });
+    held[1]!.req.socket.destroy();
+    expect((await left).error).toBeDefined();
+    release();
+    expect(await first).toMatchObject({ status: 200 });
+    expect(await get('/after')).toMatchObject({ status: 200 });
+    expect(upstream.received.map((r) => r.url)).toEqual(['/held', '/after']);
+    expect(upstream.connections()).toBe(1);
+  });
 });
