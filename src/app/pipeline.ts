@@ -31,5 +31,20 @@ export function createPipeline(deps: PipelineDeps): RequestHandler[] {
     createPermissions(),
     createRequestShape(),
     createDispatch(deps),
-  ];
+  ].map(failClosed);
+}
+
+/**
+ * Express's router takes a step that throws a falsy value (`throw undefined`) for one that passed,
+ * and runs the next: a step that fails must never let the request go on, so such a throw is an error.
+ */
+export function failClosed(step: RequestHandler): RequestHandler {
+  const guarded: RequestHandler = (req, res, next) => {
+    try {
+      return step(req, res, next);
+    } catch (thrown) {
+      throw thrown || new Error(`${step.name} threw ${String(thrown)}`);
+    }
+  };
+  return Object.defineProperty(guarded, 'name', { value: step.name });
 }
