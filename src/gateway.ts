@@ -15,6 +15,8 @@ import { youngCollector } from './node-internals/young-collection.js';
 import type { Logger } from './observability/logger/logger.js';
 import { createMetrics, type GatewayMetrics } from './observability/metrics/metrics.js';
 import type { CompiledPolicy } from './policy/compile.js';
+import type { LoadedPolicy } from './policy/load.js';
+import { PolicyFile } from './policy/watch.js';
 import { createUpstreamProxy, type UpstreamProxy } from './proxy/create-proxy.js';
 import { COLLECT_EVERY_BYTES } from './proxy/streamed-memory.js';
 
@@ -43,6 +45,16 @@ export interface StartOptions {
   readonly keyStore?: KeyStore;
   /** A cluster worker (WORKERS above 1): no admin listener of its own. */
   readonly worker?: boolean;
+}
+
+/**
+ * The policy file, followed for `gateway`: each accepted reload runs from the next request on, and
+ * the file is watched when POLICY_WATCH says so (a SIGHUP reloads it either way: `reload`).
+ */
+export function followPolicyFile(gateway: RunningGateway, config: Pick<Config, 'policyFile' | 'policyWatch'>, loaded: LoadedPolicy, logger: Logger): PolicyFile {
+  const policyFile = new PolicyFile(config.policyFile, loaded, { logger, reloads: gateway.metrics.policyReloads, onAccepted: (next) => gateway.usePolicy(next.policy) });
+  if (config.policyWatch) void policyFile.watch();
+  return policyFile;
 }
 
 /** A listen that failed, and whether it was the admin listener's (ADMIN_HOST, ADMIN_PORT) or the gateway's own (HOST, PORT). */

@@ -8,7 +8,8 @@ import { loggedPath, writeAccessLine } from '../observability/access-line.js';
 import type { CompiledPolicy } from '../policy/compile.js';
 import { holdsKey } from '../secrets/redact.js';
 import { createRequestLocals } from './request-context.js';
-import { methodLabel, UNMATCHED_ROUTE } from '../observability/metrics/labels.js';
+import { countRequest } from '../observability/metrics/count-request.js';
+import { UNMATCHED_ROUTE } from '../observability/metrics/labels.js';
 import type { GatewayMetrics } from '../observability/metrics/metrics.js';
 
 /** An incoming request id is kept only if it is short and plain: it goes into logs and upstream. */
@@ -49,11 +50,10 @@ export function createRequestObserver({ policy, metrics, logger, trustedProxies 
       const route = locals.route?.id ?? UNMATCHED_ROUTE;
       // A response cut before its headers went out never reached the client with any status.
       const status = res.headersSent ? res.statusCode : 0;
-      metrics.requests.inc({ route, method: methodLabel(req.method), status: String(status) });
-      metrics.requestDuration.observe({ route }, seconds);
       const code = locals.errorCode;
+      countRequest(metrics, route, req.method, status, code);
+      metrics.requestDuration.observe({ route }, seconds);
       const definition = code === undefined ? undefined : ERROR_CODES[code];
-      if (definition !== undefined && definition.status < 500) metrics.denials.inc({ reason: definition.reason });
       if (locals.upstreamMs !== undefined) metrics.upstreamDuration.observe({ route }, locals.upstreamMs / 1000);
       if (locals.upstreamErrorKind !== undefined) metrics.upstreamErrors.inc({ kind: locals.upstreamErrorKind });
       if (locals.upstreamStatus !== undefined) {

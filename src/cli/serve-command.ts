@@ -4,9 +4,8 @@ import { policyFromPrimary, serveAsWorker } from '../cluster/worker.js';
 import { CONFIG_FIELDS, type Config } from '../config/env.js';
 import { ConfigError, flagName, loadConfig } from '../config/load-config.js';
 import { loadPolicyOrThrow, PolicyLoadError } from '../policy/load.js';
-import { PolicyFile } from '../policy/watch.js';
 import { createLogger, type Logger } from '../observability/logger/logger.js';
-import { ListenError, startGateway } from '../gateway.js';
+import { followPolicyFile, ListenError, startGateway } from '../gateway.js';
 import { shutdownThenExit } from '../lifecycle/exit.js';
 import { handleRunningSignals, type StartUpSignals } from '../lifecycle/signals.js';
 import { CommandError, parseCommandLine, UsageError } from './command-line.js';
@@ -74,12 +73,7 @@ export async function serveCommand(args: string[], startUp: StartUpSignals): Pro
   const gateway = await startGateway(config, { logger, policy: policy.policy }).catch((err: unknown) => {
     throw err instanceof ListenError ? listenFailure(err.cause, err.listener, config) : err;
   });
-  const policyFile = new PolicyFile(config.policyFile, policy, {
-    logger,
-    reloads: gateway.metrics.policyReloads,
-    onAccepted: (next) => gateway.usePolicy(next.policy),
-  });
-  if (config.policyWatch) void policyFile.watch();
+  const policyFile = followPolicyFile(gateway, config, policy, logger);
   // The file was read before this, and may have changed since the SIGHUP that says so.
   const running = {
     stop: () => {

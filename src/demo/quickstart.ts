@@ -4,15 +4,14 @@
  * the gateway in front of it with an in-memory key store, and one key for each of two acquirers.
  */
 import { loadConfig } from '../config/load-config.js';
-import type { RunningGateway } from '../gateway.js';
-import { startGateway } from '../gateway.js';
+import { followPolicyFile, startGateway, type RunningGateway } from '../gateway.js';
 import { listen } from '../http/listen.js';
 import { generateKey, generateKeyId, hashKey } from '../keys/api-key.js';
 import { MemoryKeyStore } from '../keys/memory-key-store.js';
+import { shutdownThenExit } from '../lifecycle/exit.js';
 import { handleRunningSignals } from '../lifecycle/signals.js';
 import { createLogger } from '../observability/logger/logger.js';
 import { loadPolicyOrThrow } from '../policy/load.js';
-import { PolicyFile } from '../policy/watch.js';
 import { createSampleUpstream, sampleStatements, type SampleStatement } from './sample-upstream.js';
 
 const ACQUIRERS = ['acq_alpha', 'acq_beta'] as const;
@@ -29,14 +28,14 @@ async function main(): Promise<void> {
   const loaded = await loadPolicyOrThrow(config.policyFile);
   const gateway = await startGateway(config, { logger, policy: loaded.policy, keyStore: store });
   // Edits to the policy file apply as they do under `serve` (POLICY_WATCH).
-  const policyFile = new PolicyFile(config.policyFile, loaded, { logger, reloads: gateway.metrics.policyReloads, onAccepted: (next) => gateway.usePolicy(next.policy) });
-  if (config.policyWatch) void policyFile.watch();
+  const policyFile = followPolicyFile(gateway, config, loaded, logger);
   process.stdout.write(banner(gateway, config.host, upstreamPort, keys, statements.find((s) => s.acquirerId === 'acq_alpha')!));
   handleRunningSignals(logger, {
     stop: () => {
       policyFile.close();
       upstream.closeAllConnections();
-      Promise.all([gateway.shutdown(), new Promise((resolve) => upstream.close(resolve))]).then(() => process.exit(0));
+      const closeUpstream = new Promise<void>((resolve) => upstream.close(() => resolve()));
+      shutdownThenExit({ shutdown: () => Promise.all([gateway.shutdown(), closeUpstream]).then(() => {}) }, logger);
     },
     reload: () => void policyFile.reload('signal'),
   });

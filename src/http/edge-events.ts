@@ -6,7 +6,8 @@ import { cutConnection, sendError, sendRawError } from '../errors/error-response
 import type { Logger } from '../observability/logger/logger.js';
 import { peerText } from '../net/client-address.js';
 import { declaresBody } from '../net/request-body.js';
-import { methodLabel, UNMATCHED_ROUTE } from '../observability/metrics/labels.js';
+import { countRequest } from '../observability/metrics/count-request.js';
+import { UNMATCHED_ROUTE } from '../observability/metrics/labels.js';
 import type { GatewayMetrics } from '../observability/metrics/metrics.js';
 import { loggedPath, writeAccessLine } from '../observability/access-line.js';
 
@@ -33,8 +34,7 @@ export function attachHttpEdge(server: http.Server, { app, answers, metrics, log
    * the client as the socket's peer.
    */
   const observeRefusal = (status: 400 | 431, code: 'BAD_REQUEST' | 'HEADERS_TOO_LARGE', requestId: string, socket: Socket, req?: http.IncomingMessage) => {
-    metrics.requests.inc({ route: UNMATCHED_ROUTE, method: methodLabel(req?.method), status: String(status) });
-    metrics.denials.inc({ reason: 'bad_request' });
+    countRequest(metrics, UNMATCHED_ROUTE, req?.method, status, code);
     writeAccessLine(logger.flat, requestId, req?.method ?? null, req?.url === undefined ? null : loggedPath(req.url), null, status, 'bad_request', code, null, null, peerText(socket), null, null, null, null);
   };
 
