@@ -518,6 +518,19 @@ describe('on an older Node.js', () => {
     }
   });
 
+  it('stops with that line even where the rest of the command would not load on that Node.js', () => {
+    const dir = installNeeding(needed);
+    try {
+      // As on a Node.js whose node:util lacks an export the command uses: linking it would fail.
+      const commandLine = path.join(dir, 'dist/cli/command-line.js');
+      writeFileSync(commandLine, `import { exportOfAFutureNode } from 'node:util';\n${readFileSync(commandLine, 'utf8')}`);
+      const result = spawnSync(process.execPath, [path.join(dir, 'dist/cli.js'), 'serve'], { encoding: 'utf8', env: { PATH: process.env.PATH } });
+      expect([result.status, result.stdout, result.stderr]).toEqual([1, '', line]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('npm start and npm test run the same check before anything else', () => {
     const dir = installNeeding(needed);
     try {

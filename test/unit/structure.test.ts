@@ -87,6 +87,16 @@ describe('imports', () => {
     expect(cycles).toEqual([]);
   });
 
+  /** The rooms from the top down, as README.md lists them: each imports only rooms below it (one row may share). */
+  const LAYERS = [['cli.ts', 'cli'], ['demo'], ['cluster'], ['gateway.ts'], ['http'], ['admin'], ['app'], ['plugins'], ['proxy'], ['keys'], ['policy'], ['lifecycle'], ['observability'], ['errors'], ['config'], ['secrets', 'net'], ['node-internals']];
+  const layerOf = (room: string) => LAYERS.findIndex((rooms) => rooms.includes(room));
+
+  it('run downward only, in the order README.md gives the rooms', () => {
+    expect(files.map(roomOf).filter((room) => layerOf(room) === -1)).toEqual([]);
+    const upward = [...edges].flatMap(([from, to]) => [...to].filter(([target]) => layerOf(target) < layerOf(from)).flatMap(([, via]) => via));
+    expect(upward).toEqual([]);
+  });
+
   it('keep the defaults free of the rest: config/defaults.ts imports nothing', () => {
     expect(importsOf(path.join(SRC, 'config/defaults.ts'))).toEqual([]);
   });
@@ -120,7 +130,9 @@ describe('imports', () => {
         }
       }
     };
-    load(path.join(SRC, 'cli.ts'));
+    // cli.ts loads cli/main.ts only after the Node.js version check, by a dynamic import.
+    expect(readFileSync(path.join(SRC, 'cli.ts'), 'utf8')).toMatch(/^import '\.\.\/scripts\/require-node\.mjs';\n\nawait import\('\.\/cli\/main\.js'\);$/m);
+    load(path.join(SRC, 'cli/main.ts'));
     expect([...loaded].map(rel).sort()).toEqual(['cli/command-line.ts', 'lifecycle/signals.ts', 'net/percent-decoding.ts', 'secrets/redact.ts']);
     expect(importers('cli')).toEqual(['cli.ts']);
   });
