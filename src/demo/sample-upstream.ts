@@ -61,13 +61,14 @@ export function createSampleUpstream(statements: readonly SampleStatement[], { a
     };
     const acquirerId = req.headers[acquirerHeader.toLowerCase()];
     if (typeof acquirerId !== 'string') return json(401, { error: 'no acquirer' });
-    const url = new URL(req.url ?? '/', 'http://sample');
-    const path = url.pathname;
+    const [path = '', query = ''] = (req.url ?? '').split('?');
     if (req.method !== 'GET') return json(405, { error: 'method not allowed' });
     if (path === '/v1/acquirer/eod_statements') {
       const own = statements.filter((s) => s.acquirerId === acquirerId).sort((a, b) => b.createdAt.localeCompare(a.createdAt));
       // The gateway lets through only a page of 1 or more (the policy's positive_integer).
-      return json(200, listPage(own, Number(url.searchParams.get('page') ?? '1'), perPage));
+      const page = Number(new URLSearchParams(query).get('page') ?? '1');
+      if (!Number.isInteger(page) || page < 1) return json(400, { error: 'page must be a positive integer' });
+      return json(200, listPage(own, page, perPage));
     }
     const byId = /^\/v1\/acquirer\/eod_statements\/([0-9a-f-]{36})\.csv$/.exec(path);
     const byDate = /^\/v1\/acquirer\/eod_statements\/by_date\/(\d{4}-\d{2}-\d{2})\.csv$/.exec(path);
