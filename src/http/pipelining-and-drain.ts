@@ -64,12 +64,8 @@ export function trackConnectionAnswers(server: IdleAwareServer, onPipelineLimit:
     connections.add(socket);
     socket.once('close', () => connections.delete(socket));
   });
-  /**
-   * Node's own (which `server.close()` calls too) takes a connection for idle once its answer has
-   * ended, though its last bytes may still wait to be written, and destroys it: the tail of that
-   * answer was lost, and an HTTP/1.0 client took the short body for whole. Here a connection is idle
-   * when every answer on it has finished, its bytes all handed to the kernel.
-   */
+  // Idle: every answer on it finished, its bytes all handed to the kernel (why not Node's own check:
+  // node-internals/idle-connections.ts).
   server.closeIdle = () => {
     for (const socket of connections) if (isIdle(socket)) socket.destroy();
   };
