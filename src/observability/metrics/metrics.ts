@@ -1,26 +1,24 @@
-import { collectDefaultMetrics, Counter, Gauge, Registry, type MetricObjectWithValues, type MetricValue } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry, type MetricObjectWithValues, type MetricValue } from 'prom-client';
 import { UPSTREAM_ERROR_KINDS } from '../../errors/upstream-errors.js';
-import { BatchedCounter, BatchedHistogram } from './batched-metrics.js';
 
 /**
  * Every metric the gateway exports, on one registry per gateway instance. Label values are closed
  * sets (route ids from the policy, a fixed list of reasons and kinds, statuses, known methods):
  * never a raw path, a key, a key id or a client address, so cardinality stays bounded whatever
- * clients send. Those counted on every request are batched (./batched-metrics.ts): plain numbers,
- * handed to prom-client when it is scraped.
+ * clients send.
  */
 export interface GatewayMetrics {
   readonly registry: Registry;
-  readonly requests: BatchedCounter<'route' | 'method' | 'status'>;
-  readonly requestDuration: BatchedHistogram<'route'>;
-  readonly denials: BatchedCounter<'reason'>;
-  readonly keyResolutions: BatchedCounter<'layer' | 'result'>;
-  readonly upstreamDuration: BatchedHistogram<'route'>;
-  readonly upstreamErrors: BatchedCounter<'kind'>;
+  readonly requests: Counter<'route' | 'method' | 'status'>;
+  readonly requestDuration: Histogram<'route'>;
+  readonly denials: Counter<'reason'>;
+  readonly keyResolutions: Counter<'layer' | 'result'>;
+  readonly upstreamDuration: Histogram<'route'>;
+  readonly upstreamErrors: Counter<'kind'>;
   readonly upstreamRetries: Counter;
   readonly upstreamUnaskedBytes: Counter;
   readonly connectionsDropped: Counter;
-  readonly upstreamStatusMapped: BatchedCounter<'route' | 'upstream_status' | 'status'>;
+  readonly upstreamStatusMapped: Counter<'route' | 'upstream_status' | 'status'>;
   readonly policyInfo: Gauge<'hash'>;
   readonly policyReloads: Counter<'result'>;
   readonly keyStoreUp: Gauge;
@@ -34,6 +32,12 @@ const RELOAD_RESULTS = ['success', 'failure', 'unchanged'] as const;
 
 const PREFIX = 'acquirer_gateway_';
 
+/** `counter` with each of `series` present at 0 (see createMetrics). */
+function atZero<L extends string>(counter: Counter<L>, series: readonly Partial<Record<L, string>>[]): Counter<L> {
+  for (const labels of series) counter.inc(labels, 0);
+  return counter;
+}
+
 /** Counted by whoever reads the policy file: the one process, or with WORKERS the primary. */
 function policyReloadsCounter(registers: Registry[]): Counter<'result'> {
   const counter = new Counter({
@@ -42,8 +46,7 @@ function policyReloadsCounter(registers: Registry[]): Counter<'result'> {
     labelNames: ['result'],
     registers,
   });
-  for (const result of RELOAD_RESULTS) counter.inc({ result }, 0);
-  return counter;
+  return atZero(counter, RELOAD_RESULTS.map((result) => ({ result })));
 }
 
 /**
@@ -58,24 +61,24 @@ export function createMetrics(): GatewayMetrics {
   return { registry, ...requestMetrics(registers), ...upstreamMetrics(registers), ...stateMetrics(registers) };
 }
 
-/** Counted on every request: batched (batched-metrics.ts). */
+/** Counted on every request. */
 function requestMetrics(registers: Registry[]) {
   return {
-    requests: new BatchedCounter({
+    requests: new Counter({
       name: `${PREFIX}requests_total`,
       help: 'Requests answered, by policy route id (or "unmatched"), method and status.',
       labelNames: ['route', 'method', 'status'],
       registers,
     }),
-    requestDuration: new BatchedHistogram({
+    requestDuration: new Histogram({
       name: `${PREFIX}request_duration_seconds`,
       help: 'Time from request to the end of the response, by route.',
       labelNames: ['route'],
       buckets: DURATION_BUCKETS,
       registers,
     }),
-    denials: new BatchedCounter({ name: `${PREFIX}denials_total`, help: 'Requests refused by the gateway, by reason.', labelNames: ['reason'], registers }),
-    keyResolutions: new BatchedCounter({
+    denials: new Counter({ name: `${PREFIX}denials_total`, help: 'Requests refused by the gateway, by reason.', labelNames: ['reason'], registers }),
+    keyResolutions: new Counter({
       name: `${PREFIX}key_resolutions_total`,
       help: 'API key lookups by layer (memory, redis) and result (hit, negative_hit, coalesced, miss, error).',
       labelNames: ['layer', 'result'],
@@ -91,20 +94,22 @@ function requestMetrics(registers: Registry[]) {
 
 function upstreamMetrics(registers: Registry[]) {
   return {
-    upstreamDuration: new BatchedHistogram({
+    upstreamDuration: new Histogram({
       name: `${PREFIX}upstream_duration_seconds`,
       help: 'Time until the upstream answered with response headers, by route.',
       labelNames: ['route'],
       buckets: DURATION_BUCKETS,
       registers,
     }),
-    upstreamErrors: new BatchedCounter({
-      name: `${PREFIX}upstream_errors_total`,
-      help: 'Upstream requests that failed, by kind (refused, reset, timeout, unresolvable, protocol, stalled, other).',
-      labelNames: ['kind'],
-      registers,
-      zeroes: UPSTREAM_ERROR_KINDS.map((kind) => ({ kind })),
-    }),
+    upstreamErrors: atZero(
+      new Counter({
+        name: `${PREFIX}upstream_errors_total`,
+        help: 'Upstream requests that failed, by kind (refused, reset, timeout, unresolvable, protocol, stalled, other).',
+        labelNames: ['kind'],
+        registers,
+      }),
+      UPSTREAM_ERROR_KINDS.map((kind) => ({ kind })),
+    ),
     upstreamRetries: new Counter({
       name: `${PREFIX}upstream_retries_total`,
       help: 'GET/HEAD requests sent a second time because a pooled upstream connection failed before any answer.',
@@ -115,7 +120,7 @@ function upstreamMetrics(registers: Registry[]) {
       help: 'Idle upstream connections closed because the upstream sent bytes on them: an answer to no request (a second answer to one request?).',
       registers,
     }),
-    upstreamStatusMapped: new BatchedCounter({
+    upstreamStatusMapped: new Counter({
       name: `${PREFIX}upstream_status_mapped_total`,
       help: 'Upstream error statuses replaced by a gateway error, by route, upstream status and status sent.',
       labelNames: ['route', 'upstream_status', 'status'],
