@@ -61,3 +61,9 @@ export const LOG_EVENTS = {
 } as const satisfies Record<string, LogEventDefinition>;
 
 export type LogEvent = keyof typeof LOG_EVENTS;
+
+/** The events as docs/operations.md lists them (`npm run docs` writes the table; a test keeps it current). */
+export function renderLogEvents(): string {
+  const rows = Object.entries(LOG_EVENTS).map(([name, { level, msg }]) => `| \`${name}\` | ${level} | ${msg.replaceAll('|', '\\|')} |`);
+  return ['| event | level | message |', '|---|---|---|', ...rows].join('\n');
+}
