@@ -87,6 +87,8 @@ describe('examples/', () => {
     expect(dockerfile).toMatch(/^CMD \["serve"\]$/m);
     // Through the shebang, so the image runs with the same node flags as the installed command.
     expect(dockerfile).toMatch(/^ENTRYPOINT \["\/app\/dist\/cli\.js"\]$/m);
+    // Which the command imports first: the Node.js version check.
+    expect(dockerfile).toMatch(/^COPY scripts\/require-node\.mjs \.\/scripts\/$/m);
   });
 
   it.each([

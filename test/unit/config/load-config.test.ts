@@ -97,17 +97,3 @@ describe('loadConfig', () => {
     expect(line).not.toContain('secret');
   });
 });
-
-describe('the README configuration table', () => {
-  it('lists every setting with its default, and nothing else', async () => {
-    const { readFileSync } = await import('node:fs');
-    const { CONFIG_FIELDS } = await import('../../../src/config/env.js');
-    const section = readFileSync('README.md', 'utf8').split('\n### Configuration')[1]!.split('\n### ')[0]!;
-    const rows = [...section.matchAll(/^\| `([A-Z_]+)` \| ([^|]+) \|/gm)].map((m) => [m[1], m[2]!.trim()]);
-    const expected = Object.values(CONFIG_FIELDS).map((f) => [
-      f.env,
-      f.default === undefined ? 'none: required' : f.default === '' ? 'empty' : `\`${f.default}\``,
-    ]);
-    expect(rows).toEqual(expected);
-  });
-});
