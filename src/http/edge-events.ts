@@ -35,7 +35,7 @@ export function attachHttpEdge(server: http.Server, { app, answers, metrics, log
    */
   const observeRefusal = (status: 400 | 431, code: 'BAD_REQUEST' | 'HEADERS_TOO_LARGE', requestId: string, socket: Socket, req?: http.IncomingMessage) => {
     countRequest(metrics, UNMATCHED_ROUTE, req?.method, status, code);
-    writeAccessLine(logger.flat, requestId, req?.method ?? null, req?.url === undefined ? null : loggedPath(req.url), null, status, 'bad_request', code, null, null, peerText(socket), null, null, null, null);
+    writeAccessLine(logger, requestId, req?.method ?? null, req?.url === undefined ? null : loggedPath(req.url), null, status, 'bad_request', code, null, null, peerText(socket), null, null, null, null);
   };
 
   // CONNECT is never a route; without a listener Node would drop the connection without a word.

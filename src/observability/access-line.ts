@@ -3,7 +3,7 @@
  * The access line: one per request, `"event":"request"`, with the same fields in the same order
  * whoever writes it (the app's observer, or the HTTP edge for requests refused before the app).
  */
-import type { FlatRecord, Logger } from './logger/logger.js';
+import type { Logger } from './logger/logger.js';
 import { redactKeysAndBodies } from '../secrets/redact.js';
 
 /**
@@ -19,12 +19,11 @@ export function loggedPath(url: string): string {
  * method, path (loggedPath), route id, status (0: none reached the client), decision, error code,
  * acquirer id, key id, client address as judged, duration and upstream time in ms (to the
  * microsecond), the upstream status the gateway replaced, whether the response completed. Taken as
- * arguments, not a record, so that the one record is built here, in this order (docs/performance.md).
+ * arguments, not a record, so that the one record is built here, in this order.
  * 5xx and answers that never completed are written at `warn`, the rest at `info`.
  */
 export function writeAccessLine(
-  /** The logger's `flat`, taken off it once: pino's logger is a hash table to V8, and each look at it costs. */
-  write: Logger['flat'],
+  logger: Logger,
   requestId: string,
   method: string | null,
   path: string | null,
@@ -40,7 +39,7 @@ export function writeAccessLine(
   upstreamStatus: number | null,
   completed: boolean | null,
 ): void {
-  const line: FlatRecord = {
+  const line = {
     event: 'request',
     request_id: requestId,
     method,
@@ -57,5 +56,6 @@ export function writeAccessLine(
     upstream_status: upstreamStatus,
     completed,
   };
-  write(status >= 500 || completed === false ? 'warn' : 'info', line, 'request');
+  if (status >= 500 || completed === false) logger.warn(line, 'request');
+  else logger.info(line, 'request');
 }

@@ -21,7 +21,7 @@ ${nonBlocking ? '// Node makes a pipe non-blocking once process.stdout is used (
 const { createLogger } = await import(${JSON.stringify(LOGGER)});
 const logger = createLogger('info', undefined, { p: ${JSON.stringify(name)} }, { sharedStdout: ${shared} });
 for (let i = 0; i < 3000; i++) {
-  logger.flat('info', { i, note: i % 7 === 0 ? 'é€😀 ' + 'x'.repeat(i % 300) : 'plain ' + 'y'.repeat(i % 500) }, 'request');
+  logger.info({ i, note: i % 7 === 0 ? 'é€😀 ' + 'x'.repeat(i % 300) : 'plain ' + 'y'.repeat(i % 500) }, 'request');
   if (i === 1500) logger.warn({ big: ${big ? "'z'.repeat(70000) + '€'" : "'z'"} }, 'a line larger than a block');
   ${noise ? "if (i % 250 === 0) process.stderr.write('a note on stderr\\n');" : ''}
 }

@@ -4,17 +4,7 @@ import { LOG_EVENTS, type LogEvent, type LogLevel } from './log-events.js';
 import { LogWriter, PIPE_BUF } from './log-writer.js';
 import { redactSecrets } from '../../secrets/redact.js';
 
-/** A record of one level: strings, numbers, booleans and nulls only, so it serialises in one step. */
-export type FlatRecord = Readonly<Record<string, string | number | boolean | null | undefined>>;
-
 export interface Logger extends Pick<PinoLogger, 'info' | 'warn' | 'error' | 'debug' | 'fatal' | 'flush'> {
-  /**
-   * The same line `info(record, msg)` or `warn(record, msg)` writes (same fields, same order, same
-   * redaction), serialised in one pass over a record of one level (flatFields) instead of pino's
-   * field-by-field walk and the scrub's: for the access log, a line per request, where those walks
-   * were the gateway's largest own cost. A function of its own: it may be taken off the logger.
-   */
-  readonly flat: (level: 'info' | 'warn', record: FlatRecord, msg: string) => void;
   /** The line of a known event (log-events.ts), at its level, with `event` first among `fields`. */
   readonly event: (name: LogEvent, fields?: Readonly<Record<string, unknown>>) => void;
 }
@@ -84,70 +74,6 @@ function redactError(err: Error, depth = 0): unknown {
 function redisCommand(value: unknown, depth: number): unknown {
   if (value !== null && typeof value === 'object' && 'args' in value) return { name: scrub((value as { name?: unknown }).name, depth + 1) };
   return scrub(value, depth + 1);
-}
-
-/** A string as JSON: quoted as it is when it holds nothing JSON escapes (request ids, route ids, paths). */
-function jsonString(text: string): string {
-  return NEEDS_ESCAPING.test(text) ? JSON.stringify(text) : `"${text}"`;
-}
-/**
- * What JSON escapes, and anything beyond ASCII (left to JSON.stringify). One regular expression: a
- * loop over the characters went through V8's generic property loads on every kind of string.
- */
-const NEEDS_ESCAPING = /[\u0000-\u001f"\\\u007f-\uffff]/;
-
-/** The digits after the point of 0 to 999 thousandths, as JavaScript prints them: trailing zeros dropped. */
-const THOUSANDTHS = Array.from({ length: 1000 }, (_, i) => String(i).padStart(3, '0').replace(/0+$/, ''));
-const THOUSANDTHS_LIMIT = 2 ** 31;
-
-/**
- * A number as JSON writes it. A whole number of thousandths (the access line's milliseconds) is
- * written from its integer parts: V8's shortest-form printing of a fraction cost as much as the rest
- * of the line's numbers together. Exact, not an approximation: two numbers of at most three decimals
- * under 2^31 thousandths are further apart than any two doubles there, so the shortest text that
- * reads back as `k / 1000` is the decimal itself.
- */
-function jsonNumber(value: number): string {
-  if (Number.isInteger(value) || !Number.isFinite(value)) return Number.isFinite(value) ? String(value) : 'null';
-  const thousandths = Math.round(value * 1000);
-  if (thousandths / 1000 !== value || Math.abs(thousandths) >= THOUSANDTHS_LIMIT) return String(value);
-  const size = Math.abs(thousandths);
-  return `${thousandths < 0 ? '-' : ''}${Math.floor(size / 1000)}.${THOUSANDTHS[size % 1000]!}`;
-}
-
-/** A flat record's field name, quoted for JSON and checked against SECRET_FIELD once, not on every line. */
-type FieldName = { readonly quoted: string; readonly secret: boolean };
-const fieldNames = new Map<string, FieldName>();
-function fieldName(name: string): FieldName {
-  let known = fieldNames.get(name);
-  if (known === undefined) {
-    known = { quoted: `${JSON.stringify(name)}:`, secret: SECRET_FIELD.test(name) };
-    // Names come from the code, a dozen of them; the bound only guards against a caller that made them up.
-    if (fieldNames.size < 256) fieldNames.set(name, known);
-  }
-  return known;
-}
-
-/**
- * A flat record as the fields of a JSON object (no braces): exactly what `JSON.stringify(scrub(record))`
- * writes, in one pass over the fields. Every string is redacted like any other; secret fields are
- * censored; a number that JSON cannot hold is null. `record` is a plain object literal.
- */
-function flatFields(record: FlatRecord): string {
-  let text = '';
-  for (const name in record) {
-    const value = record[name];
-    if (value === undefined) continue;
-    const field = fieldName(name);
-    let json: string;
-    if (value === null) json = 'null';
-    else if (field.secret) json = `"${CENSORED}"`;
-    else if (typeof value === 'string') json = jsonString(redactSecrets(value));
-    else if (typeof value === 'number') json = jsonNumber(value);
-    else json = value ? 'true' : 'false';
-    text += text === '' ? field.quoted + json : `,${field.quoted}${json}`;
-  }
-  return text;
 }
 
 /** How long a log line may wait in the buffer when traffic is too light to fill it. */
@@ -233,9 +159,6 @@ function stdoutIsStderr(): boolean {
   }
 }
 
-/** pino's numbers for the levels `flat` writes. */
-const LEVEL_VALUES = { info: 30, warn: 40 } as const;
-
 /**
  * JSON lines on stdout. Secrets are removed three ways: known fields by name, every string field
  * (error messages and stacks included) by pattern, and the message itself by pattern, so a key pasted
@@ -263,30 +186,11 @@ export function createLogger(
     },
   };
   const logger = pino(options, sink as Parameters<typeof pino>[1]);
-  // pino's own order: level, time, the base fields, the record's, msg.
-  const baseFields = JSON.stringify(scrub(base)).slice(1, -1);
-  const afterTime = baseFields === '' ? '' : `,${baseFields}`;
-  // Asked once per level, not per line: pino's logger is a hash-table object to V8, and each look at
-  // it went through V8's generic property loads. Asked again whenever its level changes.
-  const enabled = { info: false, warn: false };
-  const readLevel = () => {
-    enabled.info = logger.isLevelEnabled('info');
-    enabled.warn = logger.isLevelEnabled('warn');
-  };
-  readLevel();
-  logger.on('level-change', readLevel);
-  const flat = (lineLevel: 'info' | 'warn', record: FlatRecord, msg: string): void => {
-    if (!enabled[lineLevel]) return;
-    const fieldsText = flatFields(record);
-    sink.write(
-      `{"level":${LEVEL_VALUES[lineLevel]},"time":${Date.now()}${afterTime}${fieldsText === '' ? '' : `,${fieldsText}`},"msg":${jsonString(redactSecrets(msg))}}\n`,
-    );
-  };
   const event = (name: LogEvent, fields?: Readonly<Record<string, unknown>>): void => {
     const { level, msg } = LOG_EVENTS[name];
     logger[eventLevels[name] ?? level]({ event: name, ...fields }, msg);
   };
-  return Object.assign(logger, { flat, event });
+  return Object.assign(logger, { event });
 }
 
 /** For tests and tools that must stay quiet. */
