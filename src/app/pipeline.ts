@@ -35,15 +35,16 @@ export function createPipeline(deps: PipelineDeps): RequestHandler[] {
 }
 
 /**
- * Express's router takes a step that throws a falsy value (`throw undefined`) for one that passed,
- * and runs the next: a step that fails must never let the request go on, so such a throw is an error.
+ * Express's router takes some throws for a step's verdict: a falsy value (`throw undefined`) as a
+ * pass, `'route'` and `'router'` as skips. A step that fails must never let the request go on, so
+ * anything thrown that is not an Error becomes one.
  */
 export function failClosed(step: RequestHandler): RequestHandler {
   const guarded: RequestHandler = (req, res, next) => {
     try {
       return step(req, res, next);
     } catch (thrown) {
-      throw thrown || new Error(`${step.name} threw ${String(thrown)}`);
+      throw thrown instanceof Error ? thrown : new Error(`${step.name} threw ${String(thrown)}`);
     }
   };
   return Object.defineProperty(guarded, 'name', { value: step.name });

@@ -11,20 +11,20 @@ describe('the pipeline', () => {
   });
 });
 
-describe('a step that throws a falsy value', () => {
-  it('stops the request with an error: the next step never runs', async () => {
+describe('a step that throws what is not an Error', () => {
+  it.each([[undefined], [null], [0], ['route'], ['router']])('(%j) stops the request with an error: the next step never runs', async (thrown) => {
     const ran: string[] = [];
     const app = express();
-    const throwsNothing: RequestHandler = function throwsNothing() {
-      ran.push('throwsNothing');
-      throw undefined; // eslint-disable-line @typescript-eslint/only-throw-error -- the case under test
+    const throwsVerdict: RequestHandler = function throwsVerdict() {
+      ran.push('throwsVerdict');
+      throw thrown; // eslint-disable-line @typescript-eslint/only-throw-error -- the case under test
     };
-    app.use(failClosed(throwsNothing), () => ran.push('next step'));
+    app.use(failClosed(throwsVerdict), () => ran.push('next step'));
     app.use(((err, _req, res, _next) => res.status(500).send(String(err))) as ErrorRequestHandler);
     const res = await request(app).get('/');
     expect(res.status).toBe(500);
-    expect(res.text).toBe('Error: throwsNothing threw undefined');
-    expect(ran).toEqual(['throwsNothing']);
+    expect(res.text).toBe(`Error: throwsVerdict threw ${String(thrown)}`);
+    expect(ran).toEqual(['throwsVerdict']);
   });
 
   it('runs into the next step without the guard: what the guard is for', async () => {
