@@ -37,7 +37,6 @@ function upstreamAgentClass<T extends new (...args: any[]) => http.Agent>(Base: 
     readonly #onIdleClose: (this: PooledSocket) => void;
     /** Requests waiting in the pool's queue, by exchange: only while the pool is exhausted. */
     readonly #waiting = new Map<string, ClientRequest>();
-    #queueName: string | undefined = undefined;
 
     constructor(...[options]: [UpstreamAgentOptions]) {
       const maxSockets = options.maxSockets;
@@ -57,16 +56,24 @@ function upstreamAgentClass<T extends new (...args: any[]) => http.Agent>(Base: 
 
     /**
      * The exchange's header comes off before anything is written; a request the pool queued is kept
-     * by its exchange until it has a connection (one origin: one queue).
+     * by its exchange until it has a connection.
      */
-    override requestPlaced(req: ClientRequest, options: http.ClientRequestArgs): void {
+    override requestPlaced(req: ClientRequest): void {
       const exchange = req.getHeader(EXCHANGE_HEADER);
-      if (typeof exchange !== 'string') return;
+      if (exchange === undefined) return;
       if (!req.headersSent) req.removeHeader(EXCHANGE_HEADER);
-      const queue = this.requests[(this.#queueName ??= this.getName(options))];
-      if (queue === undefined || queue[queue.length - 1] !== req) return;
+      if (typeof exchange !== 'string' || !this.#queued(req)) return;
       this.#waiting.set(exchange, req);
       req.once('socket', () => this.#waiting.delete(exchange));
+    }
+
+    /** Whether `req` was just queued: last in one of the pool's queues (one origin, so one queue). */
+    #queued(req: ClientRequest): boolean {
+      for (const name in this.requests) {
+        const queue = this.requests[name];
+        if (queue !== undefined && queue[queue.length - 1] === req) return true;
+      }
+      return false;
     }
 
     /** The request of `exchange` while it waits in the pool's queue, handed over once (to be cancelled). */

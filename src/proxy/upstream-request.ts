@@ -1,7 +1,6 @@
 /**
  * @module
- * The upstream request of an exchange, once it has a connection (http-proxy-middleware's
- * `on.proxyReq`, whose documented use is to change a request's headers before they go out).
+ * The upstream request of an exchange, once it has a connection (http-proxy-middleware's `on.proxyReq`).
  */
 import type { ClientRequest, IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
@@ -30,6 +29,7 @@ export function onUpstreamRequest(
     socket.destroy();
     onFailure(new UnexpectedUpgradeError(), req, res);
   });
-  // Answered meanwhile, or its client left before the request existed to be cancelled.
+  // Answered meanwhile, or its client gone before the request existed to be cancelled (the proxy's
+  // engine cancels such a request itself today; this does not rely on it).
   if (exchange.answered || res.closed) proxyReq.destroy();
 }
