@@ -33,9 +33,13 @@ async function main(): Promise<void> {
   handleRunningSignals(logger, {
     stop: () => {
       policyFile.close();
-      upstream.closeAllConnections();
-      const closeUpstream = new Promise<void>((resolve) => upstream.close(() => resolve()));
-      shutdownThenExit({ shutdown: () => Promise.all([gateway.shutdown(), closeUpstream]).then(() => {}) }, logger);
+      // The gateway drains first: requests in flight still have their upstream.
+      const closeUpstream = () =>
+        new Promise<void>((resolve) => {
+          upstream.closeAllConnections();
+          upstream.close(() => resolve());
+        });
+      shutdownThenExit({ shutdown: () => gateway.shutdown().then(closeUpstream) }, logger);
     },
     reload: () => void policyFile.reload('signal'),
   });

@@ -61,7 +61,9 @@ export function createSampleUpstream(statements: readonly SampleStatement[], { a
     };
     const acquirerId = req.headers[acquirerHeader.toLowerCase()];
     if (typeof acquirerId !== 'string') return json(401, { error: 'no acquirer' });
-    const [path = '', query = ''] = (req.url ?? '').split('?');
+    const target = req.url ?? '';
+    const at = target.indexOf('?');
+    const [path, query] = at === -1 ? [target, ''] : [target.slice(0, at), target.slice(at + 1)];
     if (req.method !== 'GET') return json(405, { error: 'method not allowed' });
     if (path === '/v1/acquirer/eod_statements') {
       const own = statements.filter((s) => s.acquirerId === acquirerId).sort((a, b) => b.createdAt.localeCompare(a.createdAt));
