@@ -145,7 +145,7 @@ describe('log lines on stdout', () => {
   });
 
   // Lines longer than a block (PIPE_BUF, 4 KiB) are written on their own and can still be split by
-  // another process's writes: left out here, and said in the README.
+  // another process's writes: left out here, and said in docs/operations.md.
   it('two processes writing to one pipe (WORKERS): every line whole, each process in order', async () => {
     const results = await runChildren('process.exit', 'slow', { names: ['a', 'b'], big: false });
     expect(results.map((r) => r.code)).toEqual([0, 0]);

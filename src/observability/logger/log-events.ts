@@ -10,13 +10,15 @@ export type LogLevel = 'fatal' | 'error' | 'warn' | 'info';
 export interface LogEventDefinition {
   readonly level: LogLevel;
   readonly msg: string;
+  /** When the level depends on the line, as docs/operations.md says it. */
+  readonly levels?: string;
 }
 
-const event = (level: LogLevel, msg: string): LogEventDefinition => ({ level, msg });
+const event = (level: LogLevel, msg: string, levels?: string): LogEventDefinition => (levels === undefined ? { level, msg } : { level, msg, levels });
 
 export const LOG_EVENTS = {
   // Requests
-  request: event('info', 'request'),
+  request: event('info', 'request', 'info; warn for a 5xx or an answer that never completed'),
   request_failed: event('error', 'request failed'),
   unexpected_error: event('error', 'unexpected error'),
   pipelining_limit: event('warn', 'a connection pipelined more requests than the limit ahead of their answers: closed'),
@@ -64,6 +66,6 @@ export type LogEvent = keyof typeof LOG_EVENTS;
 
 /** The events as docs/operations.md lists them (`npm run docs` writes the table; a test keeps it current). */
 export function renderLogEvents(): string {
-  const rows = Object.entries(LOG_EVENTS).map(([name, { level, msg }]) => `| \`${name}\` | ${level} | ${msg.replaceAll('|', '\\|')} |`);
+  const rows = Object.entries(LOG_EVENTS).map(([name, def]: [string, LogEventDefinition]) => `| \`${name}\` | ${def.levels ?? def.level} | ${def.msg.replaceAll('|', '\\|')} |`);
   return ['| event | level | message |', '|---|---|---|', ...rows].join('\n');
 }

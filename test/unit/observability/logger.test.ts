@@ -1,7 +1,6 @@
 import { Writable } from 'node:stream';
-import fc from 'fast-check';
 import { createLogger } from '../../../src/observability/logger/logger.js';
-import { loggedPath } from '../../../src/observability/access-line.js';
+import { loggedPath, writeAccessLine } from '../../../src/observability/access-line.js';
 
 const KEY = `acquirer_key_${'S'.repeat(43)}`;
 
@@ -237,5 +236,22 @@ describe('the access line\'s path', () => {
     expect(loggedPath(`/${body}`)).toBe('/[redacted]');
     expect(loggedPath('/v1/acquirer/eod_statements/9b2f4c1e-6d7a-4e8b-9c0d-1a2b3c4d5e6f.csv')).toBe('/v1/acquirer/eod_statements/9b2f4c1e-6d7a-4e8b-9c0d-1a2b3c4d5e6f.csv');
     expect(loggedPath(`/${'a'.repeat(600)}`)).toBe(`/${'a'.repeat(511)}…`);
+  });
+});
+
+describe('the access line', () => {
+  const fields = ['event', 'request_id', 'method', 'path', 'route', 'status', 'decision', 'code', 'acquirer_id', 'key_id', 'client', 'duration_ms', 'upstream_ms', 'upstream_status', 'completed'];
+
+  it.each([
+    [200, true, 30],
+    [404, true, 30],
+    [502, true, 40],
+    [200, false, 40],
+  ])('has its fields in one order, and a status %i that completed %j is written at level %i', (status, completed, level) => {
+    const { lines, stream } = capture();
+    writeAccessLine(createLogger('info', stream), 'r1', 'GET', '/v1/x', 'things', status, 'allowed', null, 'acq_1', 'key_1', '203.0.113.5', 1.25, 0.5, null, completed);
+    const line = JSON.parse(lines[0]!) as Record<string, unknown>;
+    expect(Object.keys(line)).toEqual(['level', 'time', 'service', ...fields, 'msg']);
+    expect(line).toMatchObject({ level, event: 'request', status, completed, duration_ms: 1.25, upstream_ms: 0.5, code: null, msg: 'request' });
   });
 });
