@@ -1,4 +1,4 @@
-/** Two projects: `unit` (no network but loopback) and `integration` (real Redis, real sockets, the built CLI). */
+/** Three projects: `unit` (no network but loopback), `integration` (real Redis, real sockets, the built CLI) and `security` (hostile requests). */
 const common = {
   testEnvironment: 'node',
   extensionsToTreatAsEsm: ['.ts'],

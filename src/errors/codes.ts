@@ -2,7 +2,7 @@
  * The one error table. Every response the gateway itself produces for a failure comes from here:
  * a stable code (for logs and metrics) maps to an HTTP status, and a status maps to exactly one body.
  * Bodies are keyed by status, not by code, so that "does not exist" and "belongs to another acquirer"
- * cannot differ by a single byte. The README's error table is checked against this file by a test.
+ * cannot differ by a single byte. The table in docs/api.md is checked against this file by a test.
  */
 
 /**

@@ -1,12 +1,9 @@
 import { isErrorStatus, type ErrorStatus } from './codes.js';
 
 /**
- * What an upstream error status becomes. Listed statuses follow the policy's map; any other error
- * status is answered with the gateway's own body for it (or 502 when the gateway has none), so no
- * upstream error page, header or stack trace ever reaches a client. An upstream 401 is always a 502:
- * the client's key never goes upstream, so it is about the gateway's own standing there, and the
- * gateway's 401 (the client's key is invalid) would send the client to rotate a key that works. The
- * policy's map can say neither otherwise (compile.ts refuses it).
+ * What an upstream error status becomes: the policy's map, else the gateway's own body for it (502
+ * when it has none), so no upstream error page reaches a client. An upstream 401 is always a 502: it
+ * is about the gateway's standing upstream, not the client's key (docs/request-handling.md).
  */
 export function mapUpstreamStatus(status: number, statusMap: ReadonlyMap<number, ErrorStatus>): ErrorStatus | null {
   // A final status outside 2xx-5xx is not HTTP the client could use (and writeHead would throw).

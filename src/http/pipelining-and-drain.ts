@@ -71,12 +71,9 @@ export function trackConnectionAnswers(server: IdleAwareServer, onPipelineLimit:
   };
   const underWay = (socket: Socket) => (socket as TrackedSocket)[PENDING]?.[0];
   /**
-   * While draining, the last answer still to start on a connection says `Connection: close`, and
-   * Node closes the connection after it: a client is told before it sends another request, rather
-   * than finding its next one on a closed connection. Only the last: Node drops the answers queued
-   * behind a closing one, so those before it keep their connection until it is their turn. (A
-   * request pipelined behind it after the drain began is not answered: a client that pipelines
-   * retries what a closed connection left unanswered, RFC 9112 §9.3.2.)
+   * While draining, the last answer still to start on a connection says `Connection: close`, so the
+   * client is told before it sends another request. Only the last: Node drops the answers queued
+   * behind a closing one. (A client that pipelines retries what a closed connection left unanswered.)
    */
   const closeAfterLast = (pending: readonly http.ServerResponse[]) => {
     const last = pending.at(-1);

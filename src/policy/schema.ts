@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { PARAM_TYPE_NAMES } from './param-types.js';
 
 /**
- * The policy file's shape. Field descriptions here are the reference the README follows.
+ * The policy file's shape. Field descriptions here are docs/policy.md's reference (`npm run docs`).
  * Objects are strict: an unknown field is an error, never silently ignored.
  */
 const permissionName = z

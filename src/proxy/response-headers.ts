@@ -105,12 +105,9 @@ const HOST_BOUNDS: Readonly<Record<number, { readonly before: string; readonly a
 };
 
 /**
- * A URL on the upstream's own origin, made relative (`/path?query#fragment`): the client resolves it
- * against the gateway it asked, as nginx's `proxy_redirect default` does, and never learns the
- * internal address. Compared as URLs, so a scheme-relative form, an explicit default port or user
- * information is the same origin. A URL anywhere else (a storage URL, another site), or one whose
- * path would make it another host's once relative (`//evil.example/…`), is returned as it is (and
- * then not passed if it names the upstream: namesUpstream).
+ * A URL on the upstream's own origin (compared as URLs), made relative, as nginx's `proxy_redirect
+ * default` does: the client never learns the internal address. Any other URL, or one whose path would
+ * name another host once relative (`//evil.example/…`), is returned as it is (namesUpstream judges it).
  */
 function clientLocation(location: string, upstreamOrigin: string): string {
   if (!ABSOLUTE_OR_SCHEME_RELATIVE.test(location)) return location;

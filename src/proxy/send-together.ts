@@ -5,12 +5,10 @@
 export const MAX_SENT_TOGETHER = 32;
 
 /**
- * Returns `sendSoon(item)`, which sends an item at once, or with the others of its turn of the event
- * loop when the last turn that had items had more than one (under load): sent back to back, the
- * first wakes the upstream and the others find it awake (the figure: docs/performance.md). A request
- * then waits for the rest of its turn's I/O callbacks; under light traffic a turn holds one request,
- * which goes at once. `send` runs once per item, in order, and must not throw: one that did would
- * take the rest of its batch with it.
+ * Returns `sendSoon(item)`: at once, or, when the last turn of the event loop that had items had more
+ * than one, with the others of its turn at its end, back to back, so that the first wakes the upstream
+ * and the others find it awake (docs/performance.md). `send` runs once per item, in order, and must
+ * not throw: one that did would take the rest of its batch with it.
  */
 export function createSendTogether<T>(send: (item: T) => void, max = MAX_SENT_TOGETHER): (item: T) => void {
   let queued: T[] = [];

@@ -17,12 +17,9 @@ const HAS_KEY = /acquirer_(?:api_)?key_[A-Za-z0-9_-]/i;
 const MAY_NEED_REDACTING = /acquirer_|%|@/i;
 
 /**
- * The password of a URL with credentials (redis://user:password@host), from its `://` to the last
- * `@` before the authority ends (a `/` or white space), as URL parsers read it: a password holding
- * an `@` (`u:p@ss@h`) is cut out whole, not up to its first `@`. The scheme is not looked at, since a
- * pattern for it (`\b[a-z][a-z0-9+.-]*`) was tried from every word boundary of the text to its end
- * (`a.a.a.…`), quadratic in a 16 KiB header. Each part stops at a character the next `://` holds, so
- * no stretch of the text is scanned from more than one start.
+ * The password of a URL with credentials, up to the last `@` of the authority as URL parsers read it
+ * (`u:p@ss@h` loses `p@ss` whole). No scheme in the pattern: tried at every word boundary, one was
+ * quadratic in a 16 KiB header; each part stops at a character of `://`, so no text is scanned twice.
  */
 const URL_PASSWORD = /(:\/\/[^\s:/@]*:)[^\s/]+@/g;
 

@@ -95,12 +95,9 @@ const EXIT_WRITE_PATIENCE_MS = 5000;
 type LineSink = { write(text: string): unknown; flush?(done: (err?: Error) => void): void };
 
 /**
- * Standard output, in blocks: each line is encoded once, into a block of at most `blockBytes`,
- * and a full block is written with one system call (a write per line cost more than building the
- * line; gathered as strings and joined, the lines were copied three more times). The block is
- * written every 200 ms when traffic is too light to fill it, at exit, and on `flush()` (a process
- * about to end by a signal: signals.ts). A SIGKILL can lose what is still buffered: at most
- * 200 ms of lines.
+ * Standard output, in blocks: each line is encoded once into a block of at most `blockBytes`, written
+ * with one system call when full, every 200 ms, at exit and on `flush()` (signals.ts). A SIGKILL can
+ * lose what is still buffered: at most 200 ms of lines.
  */
 function bufferedStdout(blockBytes: number, shared: boolean): LineSink {
   const writer = new LogWriter(STDOUT);

@@ -104,7 +104,7 @@ function upstreamMetrics(registers: Registry[]) {
     upstreamErrors: atZero(
       new Counter({
         name: `${PREFIX}upstream_errors_total`,
-        help: 'Upstream requests that failed, by kind (refused, reset, timeout, unresolvable, protocol, stalled, other).',
+        help: 'Upstream requests that failed, by kind (refused, reset, timeout, pool_exhausted, unresolvable, protocol, stalled, other).',
         labelNames: ['kind'],
         registers,
       }),

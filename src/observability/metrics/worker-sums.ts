@@ -57,12 +57,9 @@ export class WorkerSums<W extends object> {
   }
 
   /**
-   * One scrape's sums, with `others` (the primary's own metrics) added: each live worker with an answer
-   * so far, in full if it answered this scrape (`fresh`) and by its counters and histograms if not,
-   * and the retired workers' sums. No counter or histogram series is shown below what an earlier
-   * scrape showed: when a worker retires its values join the retired sums, and fractions added in
-   * another order can come out a last digit lower ((0.1 + 0.2) + 0.3 is 0.6000000000000001,
-   * 0.1 + (0.3 + 0.2) is 0.6), which Prometheus would read as a counter reset.
+   * One scrape's sums, with `others` (the primary's own metrics): live workers in full if they answered
+   * (`fresh`), by their counters and histograms if not, and the retired ones. No series shows below an
+   * earlier scrape: fractions summed in another order can come out a last digit lower, a reset to Prometheus.
    */
   async scrape(fresh: ReadonlySet<W>, others: readonly WorkerMetrics[] = []): Promise<Registry> {
     const current = [...this.#last].map(([worker, { metrics }]) => (fresh.has(worker) ? metrics : monotonic(metrics)));
