@@ -1,0 +1,307 @@
+/**
+ * @module
+ * A strict check of a JSON request body (RFC 8259) on its bytes, in one pass and without building a
+ * value: the gateway forwards the original bytes, so all it needs is yes, or what is wrong and where.
+ */
+
+export type JsonBodyProblem = 'invalid_utf8' | 'byte_order_mark' | 'syntax' | 'too_deep' | 'duplicate_name' | 'tenant_field';
+
+export interface JsonBodyRules {
+  /** Arrays and objects nested deeper than this are refused (the body itself at depth 1). */
+  readonly maxDepth: number;
+  /** Member names that name the tenant, in lower case: a member whose unescaped name, lower-cased, is one of them, at any depth, is refused. */
+  readonly tenantFields: ReadonlySet<string>;
+}
+
+/** What is wrong with a body, and the byte offset where it was found (for logs). */
+export type JsonBodyRefusal = { readonly problem: JsonBodyProblem; readonly offset: number };
+
+export const DEFAULT_MAX_DEPTH = 32;
+
+const [QUOTE, BACKSLASH, COMMA, COLON, MINUS] = [0x22, 0x5c, 0x2c, 0x3a, 0x2d] as const;
+const [OPEN_BRACE, CLOSE_BRACE, OPEN_BRACKET, CLOSE_BRACKET] = [0x7b, 0x7d, 0x5b, 0x5d] as const;
+
+/** Bytes inside a string: 0 is an ordinary ASCII character, anything else needs a closer look. */
+const STRING_BYTE = new Uint8Array(256);
+STRING_BYTE.fill(1, 0, 0x20).fill(1, 0x80);
+STRING_BYTE[QUOTE] = STRING_BYTE[BACKSLASH] = 1;
+
+/** After a backslash: 1 for the one-character escapes, 2 for `u`. */
+const ESCAPE = new Uint8Array(256);
+for (const c of '"\\/bfnrt') ESCAPE[c.charCodeAt(0)] = 1;
+ESCAPE[0x75] = 2;
+
+const HEX = new Uint8Array(256);
+for (const c of '0123456789abcdefABCDEF') HEX[c.charCodeAt(0)] = 1;
+
+const LITERALS: ReadonlyMap<number, Uint8Array> = new Map(['true', 'false', 'null'].map((word) => [word.charCodeAt(0), Buffer.from(word)]));
+
+/**
+ * null when `body` is exactly one JSON value, strictly by RFC 8259, within `rules`; otherwise the
+ * first problem met reading from the start, and its byte offset. Deep input is walked with an
+ * explicit stack, so it never overflows the call stack; names are decoded only to be compared.
+ *
+ * @example
+ * checkJsonBody(Buffer.from('{"amount":1}'), { maxDepth: DEFAULT_MAX_DEPTH, tenantFields: new Set(['acquirer_id']) }); // null
+ * checkJsonBody(Buffer.from('{"a":1,"\\u0061":2}'), rules); // { problem: 'duplicate_name', offset: 7 }
+ */
+export function checkJsonBody(body: Uint8Array, rules: JsonBodyRules): JsonBodyRefusal | null {
+  if (body.length >= 3 && body[0] === 0xef && body[1] === 0xbb && body[2] === 0xbf) return { problem: 'byte_order_mark', offset: 0 };
+  return new BodyScan(body, rules).run();
+}
+
+/** Up to this many names of one object are compared as hashed byte spans; past that, as strings in a Set. */
+const MAX_SPAN_NAMES = 64;
+
+class BodyScan {
+  private readonly bytes: Uint8Array;
+  private readonly rules: JsonBodyRules;
+  /** The same bytes as a Buffer, to decode the names that need it. */
+  private readonly text: Buffer;
+  /** The whole body as latin1, made when a plain name is first needed as a string: a slice costs less than a decode. */
+  private latin1: string | undefined;
+  private depth = 0;
+  /** Per depth: whether the open container there is an object. */
+  private readonly objects: boolean[] = [false];
+  /** The names of the open objects as (start, end, hash) triples, each object's above its parent's: most names are never decoded. */
+  private readonly spans: number[] = [];
+  private spanTop = 0;
+  /** Per depth: where the open object's spans begin. */
+  private readonly spanBase: number[] = [];
+  /** Per depth: the open object's names as strings, once one needed unescaping or they got too many for spans; else null. */
+  private readonly decoded: (Set<string> | null)[] = [];
+  /** Set by a string scan: the string had neither an escape nor a non-ASCII byte. */
+  private plain = true;
+  private problem: JsonBodyProblem = 'syntax';
+  private offset = 0;
+
+  constructor(bytes: Uint8Array, rules: JsonBodyRules) {
+    this.bytes = bytes;
+    this.rules = rules;
+    this.text = Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  }
+
+  run(): JsonBodyRefusal | null {
+    const b = this.bytes;
+    const n = b.length;
+    let i = skipSpace(b, 0, n);
+    for (;;) {
+      // A value is due at i.
+      if (i >= n) return { problem: 'syntax', offset: i };
+      const c = b[i]!;
+      if (c === OPEN_BRACE || c === OPEN_BRACKET) {
+        if (this.depth >= this.rules.maxDepth) return { problem: 'too_deep', offset: i };
+        const object = c === OPEN_BRACE;
+        this.objects[++this.depth] = object;
+        this.spanBase[this.depth] = this.spanTop;
+        this.decoded[this.depth] = null;
+        i = skipSpace(b, i + 1, n);
+        if (i >= n || b[i] !== (object ? CLOSE_BRACE : CLOSE_BRACKET)) {
+          if (object && (i = this.member(i)) < 0) return this.refusal();
+          continue;
+        }
+        this.spanTop = this.spanBase[this.depth--]!;
+        i++;
+      } else if ((i = this.scalar(i)) < 0) return this.refusal();
+      // A value ended at i: close the containers it ends, then find where the next value is due.
+      for (;;) {
+        i = skipSpace(b, i, n);
+        if (this.depth === 0) return i === n ? null : { problem: 'syntax', offset: i };
+        const object = this.objects[this.depth];
+        if (i < n && b[i] === COMMA) {
+          i = skipSpace(b, i + 1, n);
+          if (object && (i = this.member(i)) < 0) return this.refusal();
+          break;
+        }
+        if (i < n && b[i] === (object ? CLOSE_BRACE : CLOSE_BRACKET)) {
+          // Closing drops the names of the object, or of any object inside the array.
+          this.spanTop = this.spanBase[this.depth--]!;
+          i++;
+          continue;
+        }
+        return { problem: 'syntax', offset: i };
+      }
+    }
+  }
+
+  /** A member's name and colon at `start`; the index where its value is due, or -1. */
+  private member(start: number): number {
+    const b = this.bytes;
+    if (start >= b.length || b[start] !== QUOTE) return this.fail('syntax', start);
+    const end = this.string(start);
+    if (end < 0) return end;
+    const problem = this.plain ? this.plainName(start + 1, end - 1) : this.escapedName(start, end);
+    if (problem !== null) return this.fail(problem, start);
+    const colon = skipSpace(b, end, b.length);
+    if (colon >= b.length || b[colon] !== COLON) return this.fail('syntax', colon);
+    return skipSpace(b, colon + 1, b.length);
+  }
+
+  /** A name of ASCII bytes and no escape, between `start` and `end`, compared without decoding it. */
+  private plainName(start: number, end: number): JsonBodyProblem | null {
+    const b = this.bytes;
+    for (const field of this.rules.tenantFields) if (isAsciiLowerCase(b, start, end, field)) return 'tenant_field';
+    const decoded = this.decoded[this.depth];
+    if (decoded) return addName(decoded, this.slice(start, end));
+    const hash = hashBytes(b, start, end);
+    const { spans, spanTop: top } = this;
+    const base = this.spanBase[this.depth]!;
+    let clash = false;
+    for (let k = base; k < top; k += 3) {
+      if (spans[k + 2] !== hash) continue;
+      if (sameBytes(b, spans[k]!, spans[k + 1]!, start, end)) return 'duplicate_name';
+      clash = true;
+    }
+    // A clash of hashes between different names (perhaps crafted) moves the object to strings, so comparing stays linear.
+    if (clash || top - base === 3 * MAX_SPAN_NAMES) return addName(this.decodeNames(), this.slice(start, end));
+    spans[top] = start;
+    spans[top + 1] = end;
+    spans[top + 2] = hash;
+    this.spanTop = top + 3;
+    return null;
+  }
+
+  /** A name with an escape or a non-ASCII character: its literal (quotes included) at `start`..`end`, unescaped by JSON.parse. */
+  private escapedName(start: number, end: number): JsonBodyProblem | null {
+    const name = JSON.parse(this.text.toString('utf8', start, end)) as string;
+    if (this.rules.tenantFields.has(name.toLowerCase())) return 'tenant_field';
+    return addName(this.decoded[this.depth] ?? this.decodeNames(), name);
+  }
+
+  /** Turns the open object's spans into strings, for a name that bytes alone cannot compare. */
+  private decodeNames(): Set<string> {
+    const names = new Set<string>();
+    const base = this.spanBase[this.depth]!;
+    for (let k = base; k < this.spanTop; k += 3) names.add(this.slice(this.spans[k]!, this.spans[k + 1]!));
+    this.spanTop = base;
+    this.decoded[this.depth] = names;
+    return names;
+  }
+
+  private slice(start: number, end: number): string {
+    this.latin1 ??= this.text.toString('latin1');
+    return this.latin1.slice(start, end);
+  }
+
+  /** A string, number or literal at `start`; the index just past it, or -1. */
+  private scalar(start: number): number {
+    const b = this.bytes;
+    const c = b[start]!;
+    if (c === QUOTE) return this.string(start);
+    if (c === MINUS || (c >= 0x30 && c <= 0x39)) {
+      const end = numberEnd(b, start);
+      return end >= 0 ? end : this.fail('syntax', ~end);
+    }
+    const word = LITERALS.get(c);
+    if (word === undefined || start + word.length > b.length) return this.fail('syntax', start);
+    for (let k = 1; k < word.length; k++) if (b[start + k] !== word[k]) return this.fail('syntax', start + k);
+    return start + word.length;
+  }
+
+  /** The string whose opening quote is at `start`; the index just past its closing quote, or -1. */
+  private string(start: number): number {
+    const b = this.bytes;
+    const n = b.length;
+    let plain = true;
+    let i = start + 1;
+    for (;;) {
+      while (i < n && STRING_BYTE[b[i]!] === 0) i++;
+      if (i >= n) return this.fail('syntax', n);
+      const c = b[i]!;
+      if (c === QUOTE) break;
+      plain = false;
+      if (c === BACKSLASH) {
+        const kind = i + 1 < n ? ESCAPE[b[i + 1]!]! : 0;
+        if (kind === 0) return this.fail('syntax', i);
+        if (kind === 2 && !(i + 5 < n && HEX[b[i + 2]!] && HEX[b[i + 3]!] && HEX[b[i + 4]!] && HEX[b[i + 5]!])) return this.fail('syntax', i);
+        i += kind === 1 ? 2 : 6;
+      } else if (c < 0x20) {
+        return this.fail('syntax', i);
+      } else {
+        const end = utf8End(b, i);
+        if (end < 0) return this.fail('invalid_utf8', i);
+        i = end;
+      }
+    }
+    this.plain = plain;
+    return i + 1;
+  }
+
+  private fail(problem: JsonBodyProblem, offset: number): -1 {
+    this.problem = problem;
+    this.offset = offset;
+    return -1;
+  }
+
+  private refusal(): JsonBodyRefusal {
+    return { problem: this.problem, offset: this.offset };
+  }
+}
+
+function skipSpace(b: Uint8Array, i: number, n: number): number {
+  while (i < n && (b[i] === 0x20 || b[i] === 0x0a || b[i] === 0x0d || b[i] === 0x09)) i++;
+  return i;
+}
+
+function addName(names: Set<string>, name: string): JsonBodyProblem | null {
+  if (names.has(name)) return 'duplicate_name';
+  names.add(name);
+  return null;
+}
+
+/** FNV-1a, cut to 30 bits so that it stays a small integer in a plain array. */
+function hashBytes(b: Uint8Array, start: number, end: number): number {
+  let hash = 0x811c9dc5;
+  for (let k = start; k < end; k++) hash = Math.imul(hash ^ b[k]!, 0x01000193);
+  return hash & 0x3fffffff;
+}
+
+function sameBytes(b: Uint8Array, start1: number, end1: number, start2: number, end2: number): boolean {
+  if (end1 - start1 !== end2 - start2) return false;
+  for (let k = 0; k < end1 - start1; k++) if (b[start1 + k] !== b[start2 + k]) return false;
+  return true;
+}
+
+const asciiLower = (c: number): number => (c >= 0x41 && c <= 0x5a ? c | 0x20 : c);
+
+/** Whether the ASCII bytes `start`..`end`, lower-cased as String.prototype.toLowerCase would, are `word`. */
+function isAsciiLowerCase(b: Uint8Array, start: number, end: number, word: string): boolean {
+  if (end - start !== word.length) return false;
+  for (let k = 0; k < word.length; k++) if (asciiLower(b[start + k]!) !== word.charCodeAt(k)) return false;
+  return true;
+}
+
+const isDigit = (b: Uint8Array, i: number): boolean => i < b.length && b[i]! >= 0x30 && b[i]! <= 0x39;
+
+/** The index just past the number at `i`, or the complement (`~`) of where it goes wrong. Any length is fine: the upstream reads it. */
+function numberEnd(b: Uint8Array, i: number): number {
+  if (b[i] === MINUS) i++;
+  if (!isDigit(b, i)) return ~i;
+  // A leading zero stands alone; what follows it is judged by the caller (`01` ends at `1`, a syntax error there).
+  if (b[i++] !== 0x30) while (isDigit(b, i)) i++;
+  if (i < b.length && b[i] === 0x2e) {
+    if (!isDigit(b, ++i)) return ~i;
+    while (isDigit(b, i)) i++;
+  }
+  if (i < b.length && (b[i] === 0x65 || b[i] === 0x45)) {
+    i++;
+    if (i < b.length && (b[i] === 0x2b || b[i] === MINUS)) i++;
+    if (!isDigit(b, i)) return ~i;
+    while (isDigit(b, i)) i++;
+  }
+  return i;
+}
+
+/** The index just past the well-formed UTF-8 sequence at `i` (Unicode Table 3-7), or -1: overlong, surrogate, above U+10FFFF or cut short. */
+function utf8End(b: Uint8Array, i: number): number {
+  const lead = b[i]!;
+  if (lead < 0xc2 || lead > 0xf4) return -1;
+  const length = lead < 0xe0 ? 2 : lead < 0xf0 ? 3 : 4;
+  if (i + length > b.length) return -1;
+  // Only the second byte's range depends on the lead; the rest are any continuation byte.
+  const low = lead === 0xe0 ? 0xa0 : lead === 0xf0 ? 0x90 : 0x80;
+  const high = lead === 0xed ? 0x9f : lead === 0xf4 ? 0x8f : 0xbf;
+  if (b[i + 1]! < low || b[i + 1]! > high) return -1;
+  for (let k = 2; k < length; k++) if ((b[i + k]! & 0xc0) !== 0x80) return -1;
+  return i + length;
+}
