@@ -2,8 +2,8 @@ import { isErrorStatus, type ErrorStatus } from '../errors/codes.js';
 import { EXCHANGE_HEADER, FORWARDED_REQUEST_HEADERS, neverForwarded } from '../net/header-names.js';
 import { UNMATCHED_ROUTE } from '../observability/metrics/labels.js';
 import { mapUpstreamStatus, NEVER_PASSED_ON } from '../errors/upstream-status.js';
-import { PARAM_TYPES, type ParamType, type ParamTypeName } from './param-types.js';
 import { UNCHECKED_QUERY, type PolicyDocument } from './schema.js';
+import { compileValueType, valueCheck, type ValueType } from './value-types.js';
 import { compileTemplate, overlappingPath, TemplateError, type CompiledTemplate } from './template.js';
 
 export interface Permission {
@@ -11,10 +11,17 @@ export interface Permission {
   readonly description: string;
 }
 
-/** A declared query parameter: its type, and the check of a raw (never decoded) value against it. */
+/** A declared query parameter: its type, and the check of a decoded value against it. */
 export interface QueryParam {
-  readonly type: ParamTypeName;
+  readonly type: ValueType;
   readonly accepts: (value: string) => boolean;
+}
+
+/** The body a route takes (docs/policy.md, "Bodies"). */
+export interface BodyRule {
+  /** Media types without parameters, lower case. */
+  readonly contentTypes: ReadonlySet<string>;
+  readonly maxBytes: number;
 }
 
 export interface CompiledRoute {
@@ -25,6 +32,8 @@ export interface CompiledRoute {
   readonly template: CompiledTemplate;
   /** The query parameters it takes, by name (none when the policy declares none); undefined: not checked (`query: any`). */
   readonly query: ReadonlyMap<string, QueryParam> | undefined;
+  /** The body it takes; undefined: none (a request with one is refused). */
+  readonly body: BodyRule | undefined;
   readonly permissions: readonly string[];
   readonly serve: 'permission_catalogue' | undefined;
 }
@@ -39,6 +48,8 @@ export interface CompiledPolicy {
   readonly upstreamStatusMap: ReadonlyMap<number, ErrorStatus>;
   readonly permissions: readonly Permission[];
   readonly permissionNames: ReadonlySet<string>;
+  /** Body member names that would name the tenant, lower case (`tenant_fields`). */
+  readonly tenantFields: ReadonlySet<string>;
   /** The permission catalogue response, serialised once. */
   readonly catalogueBody: Buffer;
 }
@@ -60,14 +71,11 @@ const RESERVED_HEADERS = new Set([
   'if-range', 'x-request-id', EXCHANGE_HEADER,
 ]);
 
-/** A query parameter's name, matched as written: nothing a client would have to encode. */
-const QUERY_NAME = /^[A-Za-z][A-Za-z0-9_.-]{0,63}$/;
-
-function queryParam(type: ParamTypeName): QueryParam {
-  const { pattern, validate } = PARAM_TYPES[type] as ParamType;
-  const whole = new RegExp(`^${pattern}$`);
-  return { type, accepts: validate === undefined ? (value) => whole.test(value) : (value) => whole.test(value) && validate(value) };
-}
+/**
+ * A query parameter's name, as it reads decoded: a letter, then letters, digits, `_ . -`, and up to
+ * two bracketed parts taken literally (`created_at[gte]`, `sort[field]`, `status[]`).
+ */
+const QUERY_NAME = /^[A-Za-z][A-Za-z0-9_.-]{0,63}(?:\[[A-Za-z0-9_]{0,32}\]){0,2}$/;
 
 type Problem = (path: (string | number)[], message: string) => void;
 
@@ -100,7 +108,11 @@ export function compilePolicy(doc: PolicyDocument, contentHash: string): Compile
   const permissions = doc.permissions.map(({ name, description }) => ({ name, description }));
   return {
     ok: true,
-    policy: { contentHash, acquirerHeader, routes, routesByMethod, upstreamStatusMap, permissions, permissionNames, catalogueBody: Buffer.from(JSON.stringify({ permissions })) },
+    policy: {
+      contentHash, acquirerHeader, routes, routesByMethod, upstreamStatusMap, permissions, permissionNames,
+      tenantFields: new Set(doc.tenant_fields.map((name) => name.toLowerCase())),
+      catalogueBody: Buffer.from(JSON.stringify({ permissions })),
+    },
   };
 }
 
@@ -145,17 +157,24 @@ function compileRoutes(declared: PolicyDocument['routes'], permissionNames: Read
       if (route.permissions.indexOf(name) !== j) problem(['routes', i, 'permissions', j], `permission "${name}" listed twice`);
     });
     if (route.serve === 'permission_catalogue' && route.method !== 'GET') problem(['routes', i, 'method'], 'the permission catalogue is served for GET only');
+    if (route.body !== undefined && (route.method === 'GET' || route.method === 'HEAD')) problem(['routes', i, 'body'], `a ${route.method} request has no body the upstream would read (RFC 9110 §9.3.1): declare none`);
+    if (route.body !== undefined && route.serve !== undefined) problem(['routes', i, 'body'], 'a route the gateway answers itself takes no body');
     const query = declaredQuery(route, i, problem);
+    const params = Object.fromEntries(Object.entries(route.params ?? {}).map(([name, spec]) => [name, compileValueType(spec)]));
+    for (const [name, type] of Object.entries(params)) {
+      if (type.maxCount > 1) problem(['routes', i, 'params', name], 'a path parameter is given once: max_count is for query parameters');
+    }
     let template: CompiledTemplate;
     try {
-      template = compileTemplate(route.path, route.params ?? {});
+      template = compileTemplate(route.path, params);
     } catch (err) {
       if (!(err instanceof TemplateError)) throw err;
       return void problem(['routes', i, 'path'], `bad path template: ${err.message}`);
     }
     routes.forEach((other, j) => checkOverlap(route, i, template, other, routeIndexes[j]!, problem));
     routeIndexes.push(i);
-    routes.push({ id: route.id, method: route.method, path: route.path, template, query, permissions: route.permissions, serve: route.serve });
+    const body = route.body && { contentTypes: new Set(route.body.content_types), maxBytes: route.body.max_bytes };
+    routes.push({ id: route.id, method: route.method, path: route.path, template, query, body, permissions: route.permissions, serve: route.serve });
   });
   return routes;
 }
@@ -168,9 +187,14 @@ function declaredQuery(route: PolicyDocument['routes'][number], i: number, probl
   const declared = route.query === UNCHECKED_QUERY || (route.query === undefined && route.serve !== undefined) ? undefined : (route.query ?? {});
   if (declared === undefined) return undefined;
   for (const name of Object.keys(declared)) {
-    if (!QUERY_NAME.test(name)) problem(['routes', i, 'query', name], 'a query parameter name is a letter, then up to 63 letters, digits, _ . or -');
+    if (!QUERY_NAME.test(name)) problem(['routes', i, 'query', name], 'a query parameter name is a letter, then up to 63 letters, digits, _ . or -, then up to two [parts] of letters, digits and _');
   }
-  return new Map(Object.entries(declared).map(([name, type]) => [name, queryParam(type)]));
+  return new Map(
+    Object.entries(declared).map(([name, spec]) => {
+      const type = compileValueType(spec);
+      return [name, { type, accepts: valueCheck(type) }];
+    }),
+  );
 }
 
 /** Two routes of one method that could match the same path: refused, with a path both match. */

@@ -1,6 +1,6 @@
 import { mapUpstreamStatus } from '../errors/upstream-status.js';
-import type { CompiledPolicy, CompiledRoute } from './compile.js';
-import { takesAllOf } from './param-types.js';
+import type { BodyRule, CompiledPolicy, CompiledRoute } from './compile.js';
+import { valueTakesAllOf } from './value-types.js';
 
 /** One route as a reviewer names it: what a client would call. */
 function routeKey(route: CompiledRoute): string {
@@ -16,7 +16,7 @@ function list(names: readonly string[]): string {
 }
 
 function describeRoute(route: CompiledRoute): string {
-  const served = route.serve ? ', served by the gateway' : `, query ${code(describeQuery(route.query))}`;
+  const served = route.serve ? ', served by the gateway' : `, query ${code(describeQuery(route.query))}, body ${code(describeBody(route.body))}`;
   return `${code(routeKey(route))} (${code(route.id)}): requires ${list(route.permissions)}${served}`;
 }
 
@@ -59,12 +59,13 @@ export function diffPolicies(oldPolicy: CompiledPolicy, newPolicy: CompiledPolic
     const beforeTypes = types(before);
     for (const [name, type] of types(route)) {
       const was = beforeTypes.get(name);
-      if (was === undefined || was === type) continue;
-      if (takesAllOf(was, type)) notes.push(`parameter :${name} is now ${code(type)} (was ${code(was)}; narrower)`);
-      else notes.push(`⚠️ parameter :${name} is now ${code(type)} (was ${code(was)}): review what it lets through`);
+      if (was === undefined || was.text === type.text) continue;
+      if (valueTakesAllOf(was, type)) notes.push(`parameter :${name} is now ${code(type.text)} (was ${code(was.text)}; narrower)`);
+      else notes.push(`⚠️ parameter :${name} is now ${code(type.text)} (was ${code(was.text)}): review what it lets through`);
     }
     const queryNote = queryChange(before.query, route.query);
     if (queryNote !== null) notes.push(queryNote);
+    notes.push(...bodyChanges(before.body, route.body));
     if (notes.length > 0) changed.push(`- ${code(routeKey(route))}: ${notes.join('; ')}`);
   }
   section('Routes changed', changed);
@@ -81,6 +82,12 @@ export function diffPolicies(oldPolicy: CompiledPolicy, newPolicy: CompiledPolic
     if (!newCatalogue.has(name)) catalogue.push(`- removed ${code(name)} (keys that carry it keep it, but it grants nothing)`);
   }
   section('Permission catalogue', catalogue);
+
+  const tenant = [
+    ...[...oldPolicy.tenantFields].filter((name) => !newPolicy.tenantFields.has(name)).map((name) => `- **removed tenant field ${code(name)}: a body may now name the tenant so, loosens access**`),
+    ...[...newPolicy.tenantFields].filter((name) => !oldPolicy.tenantFields.has(name)).map((name) => `- added tenant field ${code(name)} (tightens)`),
+  ];
+  section('Tenant fields', tenant);
 
   const upstream: string[] = [];
   if (oldPolicy.acquirerHeader !== newPolicy.acquirerHeader) {
@@ -124,7 +131,27 @@ function freeText(text: string): string {
 function describeQuery(query: CompiledRoute['query']): string {
   if (query === undefined) return 'any (unchecked)';
   if (query.size === 0) return 'none';
-  return [...query].map(([name, param]) => `${name}: ${param.type}`).sort().join(', ');
+  return [...query].map(([name, param]) => `${name}: ${param.type.text}`).sort().join(', ');
+}
+
+/** A route's body declaration as a reviewer reads it. */
+function describeBody(body: BodyRule | undefined): string {
+  return body === undefined ? 'none' : `${[...body.contentTypes].join(' | ')} ≤ ${body.maxBytes} bytes`;
+}
+
+/** What changed in the body a route takes. Taking one, a larger one, or another media type loosens it. */
+function bodyChanges(before: BodyRule | undefined, after: BodyRule | undefined): string[] {
+  if (before === undefined && after === undefined) return [];
+  if (before === undefined) return [`**now takes a body, ${code(describeBody(after))}: loosens what reaches the upstream**`];
+  if (after === undefined) return [`takes no body any more (was ${code(describeBody(before))}; tightens)`];
+  const notes: string[] = [];
+  if (after.maxBytes > before.maxBytes) notes.push(`**max_bytes raised ${before.maxBytes} → ${after.maxBytes}: loosens what reaches the upstream**`);
+  if (after.maxBytes < before.maxBytes) notes.push(`max_bytes lowered ${before.maxBytes} → ${after.maxBytes} (tightens)`);
+  const added = [...after.contentTypes].filter((type) => !before.contentTypes.has(type));
+  const removed = [...before.contentTypes].filter((type) => !after.contentTypes.has(type));
+  if (added.length > 0) notes.push(`**now accepts ${added.map(code).join(', ')}: loosens what reaches the upstream**`);
+  if (removed.length > 0) notes.push(`no longer accepts ${removed.map(code).join(', ')} (tightens)`);
+  return notes;
 }
 
 /** What changed in the query a route takes; null when nothing did. Taking more, or any, loosens it. */
@@ -137,7 +164,7 @@ function queryChange(before: CompiledRoute['query'], after: CompiledRoute['query
     (before !== undefined &&
       [...after].some(([name, param]) => {
         const was = before.get(name)?.type;
-        return was === undefined || !takesAllOf(was, param.type);
+        return was === undefined || !valueTakesAllOf(was, param.type);
       }));
   const text = `query ${code(now)} (was ${code(was)})`;
   return wider ? `**${text}: loosens what reaches the upstream**` : text;
@@ -146,14 +173,14 @@ function queryChange(before: CompiledRoute['query'], after: CompiledRoute['query
 /** The effective route table, as a Markdown table. */
 export function routeTable(policy: CompiledPolicy): string {
   const rows = policy.routes.map((r) => {
-    const params = r.template.segments.flatMap((s) => (s.kind === 'param' ? [`${s.name}: ${s.type}`] : []));
-    return `| ${code(r.id)} | ${r.method} | ${code(r.path)} | ${params.join(', ') || '–'} | ${describeQuery(r.query)} | ${list(r.permissions)} | ${r.serve ? 'gateway' : 'upstream'} |`;
+    const params = r.template.segments.flatMap((s) => (s.kind === 'param' ? [`${s.name}: ${s.type.text}`] : []));
+    return `| ${code(r.id)} | ${r.method} | ${code(r.path)} | ${params.join(', ') || '–'} | ${describeQuery(r.query)} | ${describeBody(r.body)} | ${list(r.permissions)} | ${r.serve ? 'gateway' : 'upstream'} |`;
   });
   return [
-    `Acquirer header: ${code(policy.acquirerHeader)}; policy sha256 ${policy.contentHash}`,
+    `Acquirer header: ${code(policy.acquirerHeader)}; tenant fields ${[...policy.tenantFields].map(code).join(', ') || 'none'}; policy sha256 ${policy.contentHash}`,
     '',
-    '| route | method | path | parameters | query | permissions (all required) | answered by |',
-    '|---|---|---|---|---|---|---|',
+    '| route | method | path | parameters | query | body | permissions (all required) | answered by |',
+    '|---|---|---|---|---|---|---|---|',
     ...rows,
     '',
   ].join('\n');

@@ -1,7 +1,7 @@
-import type { CompiledPolicy, CompiledRoute, QueryParam } from './compile.js';
+import type { CompiledPolicy, CompiledRoute } from './compile.js';
 
 export type RouteMatch =
-  /** The route whose method and path these are. Whether it takes the query is judged apart (`queryAllowed`). */
+  /** The route whose method and path these are. Whether it takes the query is judged apart (match-query.ts). */
   | { readonly kind: 'matched'; readonly route: CompiledRoute; readonly path: string; readonly query: string }
   | { readonly kind: 'non_canonical' }
   | { readonly kind: 'not_found' };
@@ -48,29 +48,4 @@ export function matchRoute(policy: CompiledPolicy, method: string, target: strin
     return { kind: 'matched', route, path: split.path, query: split.query };
   }
   return { kind: 'not_found' };
-}
-
-/**
- * Whether the route takes a raw request-target's query: only its declared parameters, each once, as
- * written, of the declared type; none without `query`, any with `query: any` (docs/policy.md, "Paths, parameters and queries").
- */
-export function queryAllowed(route: CompiledRoute, target: string): boolean {
-  const declared = route.query;
-  if (declared === undefined) return true;
-  const q = target.indexOf('?');
-  return q === -1 || declaredQueryAllowed(declared, target.slice(q));
-}
-
-function declaredQueryAllowed(declared: ReadonlyMap<string, QueryParam>, query: string): boolean {
-  if (query.length <= 1) return true; // a bare `?`
-  const seen: string[] = [];
-  for (const pair of query.slice(1).split('&')) {
-    const eq = pair.indexOf('=');
-    if (eq === -1) return false;
-    const name = pair.slice(0, eq);
-    const param = declared.get(name);
-    if (param === undefined || seen.includes(name) || !param.accepts(pair.slice(eq + 1))) return false;
-    seen.push(name);
-  }
-  return true;
 }

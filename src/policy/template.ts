@@ -1,5 +1,5 @@
 import { getIntersectionWordSets, JS, NFA } from 'refa';
-import { PARAM_TYPES, type ParamTypeName } from './param-types.js';
+import type { ValueType } from './value-types.js';
 
 /** One path segment of a template: a literal, or prefix + one typed parameter + suffix. */
 export type Segment =
@@ -8,7 +8,7 @@ export type Segment =
       readonly kind: 'param';
       readonly prefix: string;
       readonly name: string;
-      readonly type: ParamTypeName;
+      readonly type: ValueType;
       readonly suffix: string;
     };
 
@@ -31,14 +31,14 @@ function escapeRegex(text: string): string {
 
 function segmentPattern(segment: Segment): string {
   if (segment.kind === 'literal') return escapeRegex(segment.text);
-  return `${escapeRegex(segment.prefix)}(${PARAM_TYPES[segment.type].pattern})${escapeRegex(segment.suffix)}`;
+  return `${escapeRegex(segment.prefix)}(${segment.type.pattern})${escapeRegex(segment.suffix)}`;
 }
 
 /**
  * Parses a template such as `/v1/things/:id.csv`. Literals may use only unreserved characters
  * (RFC 3986), so no template can express an encoded, dotted or empty segment.
  */
-export function compileTemplate(path: string, params: Readonly<Record<string, ParamTypeName>>): CompiledTemplate {
+export function compileTemplate(path: string, params: Readonly<Record<string, ValueType>>): CompiledTemplate {
   if (!path.startsWith('/')) throw new TemplateError('must start with "/"');
   if (path.length > 1 && path.endsWith('/')) throw new TemplateError('must not end with "/"');
   const segments: Segment[] = [];
@@ -75,7 +75,7 @@ export function compileTemplate(path: string, params: Readonly<Record<string, Pa
     segments,
     regex: new RegExp(`^${pattern}$`),
     paramNames,
-    validators: segments.flatMap((s) => (s.kind === 'param' ? [(PARAM_TYPES[s.type] as { validate?: (v: string) => boolean }).validate] : [])),
+    validators: segments.flatMap((s) => (s.kind === 'param' ? [s.type.validate] : [])),
   };
 }
 

@@ -14,11 +14,11 @@ describe('diffPolicies', () => {
         '',
         '### Routes added (new access)',
         '',
-        '- ⚠️ `GET /v1/acquirer/audit_logs` (`audit_logs`): requires `audit_logs_read`, query `none`',
+        '- ⚠️ `GET /v1/acquirer/audit_logs` (`audit_logs`): requires `audit_logs_read`, query `none`, body `none`',
         '',
         '### Routes removed',
         '',
-        '- `GET /v1/acquirer/orders` (`orders`): requires `orders_read`, query `none`',
+        '- `GET /v1/acquirer/orders` (`orders`): requires `orders_read`, query `none`, body `none`',
         '',
         '### Routes changed',
         '',
@@ -45,6 +45,59 @@ describe('diffPolicies', () => {
     expect(diffPolicies(policy, policy, OLD, OLD)).toBe(
       `## Policy changes: \`${OLD}\` → \`${OLD}\`\n\nNo changes that affect access, routing or the upstream.\n`,
     );
+  });
+});
+
+describe('bodies, queries and tenant fields in a diff', () => {
+  /** A policy of two routes, with the route lines given. */
+  const policyOf = (tenantFields: string, postRoute: string, getQuery: string) => {
+    const result = parsePolicy(
+      `version: 1
+acquirer_header: X-Tenant
+tenant_fields: ${tenantFields}
+permissions:
+  - { name: things_read, description: Read things }
+routes:
+  - { id: things_create, method: POST, path: /v1/things, permissions: [things_read], ${postRoute} }
+  - { id: things_list, method: GET, path: /v1/things, permissions: [things_read], query: ${getQuery} }
+`,
+      'p.yaml',
+    );
+    if (!result.ok) throw new Error(result.errors.map((e) => e.message).join('\n'));
+    return result.policy;
+  };
+  const JSON_4K = 'body: { content_types: [application/json], max_bytes: 4096 }';
+
+  it.each([
+    ['a body where there was none', 'query: {}', JSON_4K, '**now takes a body, `application/json ≤ 4096 bytes`: loosens what reaches the upstream**'],
+    ['a raised max_bytes', JSON_4K, 'body: { content_types: [application/json], max_bytes: 8192 }', '**max_bytes raised 4096 → 8192: loosens what reaches the upstream**'],
+    ['a newly accepted media type', JSON_4K, 'body: { content_types: [application/json, application/merge-patch+json], max_bytes: 4096 }', '**now accepts `application/merge-patch+json`: loosens what reaches the upstream**'],
+    ['a lowered max_bytes', JSON_4K, 'body: { content_types: [application/json], max_bytes: 1024 }', 'max_bytes lowered 4096 → 1024 (tightens)'],
+  ])('%s', (_, before, after, note) => {
+    const markdown = diffPolicies(policyOf('[acquirer_id]', before, '{}'), policyOf('[acquirer_id]', after, '{}'), 'a', 'b');
+    expect(markdown).toContain(`- \`POST /v1/things\`: ${note}`);
+  });
+
+  it('flags a removed tenant field as loosening, an added one as tightening', () => {
+    const markdown = diffPolicies(policyOf('[acquirer_id, acquirer]', JSON_4K, '{}'), policyOf('[acquirer_id, tenant]', JSON_4K, '{}'), 'a', 'b');
+    expect(markdown).toContain('### Tenant fields\n\n- **removed tenant field `acquirer`: a body may now name the tenant so, loosens access**\n- added tenant field `tenant` (tightens)');
+  });
+
+  it.each([
+    ['{ items: { type: integer, min: 1, max: 100 } }', '{ items: { type: integer, min: 1, max: 1000 } }', true],
+    ['{ items: { type: integer, min: 1, max: 100 } }', '{ items: { type: integer, min: 1, max: 50 } }', false],
+    ['{ items: { type: integer, min: 1, max: 100 } }', '{ items: positive_integer }', true],
+    ['{ items: positive_integer }', '{ items: { type: integer, min: 1, max: 50 } }', false],
+    ['{ "sort[dir]": { type: enum, values: [asc] } }', '{ "sort[dir]": { type: enum, values: [asc, desc] } }', true],
+    ['{ "sort[dir]": { type: enum, values: [asc, desc] } }', '{ "sort[dir]": { type: enum, values: [desc] } }', false],
+    ['{ "status[]": { type: enum, values: [a], max_count: 2 } }', '{ "status[]": { type: enum, values: [a], max_count: 5 } }', true],
+    ['{ e: { type: string, alphabet: token, max_length: 8 } }', '{ e: { type: string, alphabet: email, max_length: 8 } }', true],
+    ['{ e: { type: string, alphabet: email, max_length: 8 } }', '{ e: { type: string, alphabet: token, max_length: 4 } }', false],
+  ])('a query %s → %s loosens: %s', (before, after, loosens) => {
+    const markdown = diffPolicies(policyOf('[acquirer_id]', JSON_4K, before), policyOf('[acquirer_id]', JSON_4K, after), 'a', 'b');
+    const line = markdown.split('\n').find((l) => l.startsWith('- `GET /v1/things`'));
+    expect(line).toBeDefined();
+    expect(line!.includes('loosens what reaches the upstream')).toBe(loosens);
   });
 });
 
@@ -154,12 +207,12 @@ describe('routeTable', () => {
   it('lists the effective routes of the shipped policy', async () => {
     const table = routeTable((await loadPolicyOrThrow('policies/acquirer-api.yaml')).policy);
     expect(table.split('\n').slice(2, 8)).toEqual([
-      '| route | method | path | parameters | query | permissions (all required) | answered by |',
-      '|---|---|---|---|---|---|---|',
-      '| `eod_statements_list` | GET | `/v1/acquirer/eod_statements` | – | page: positive_integer | `eod_list`, `eod_read` | upstream |',
-      '| `eod_statement_download` | GET | `/v1/acquirer/eod_statements/:statement_id.csv` | statement_id: uuid | none | `eod_list`, `eod_read` | upstream |',
-      '| `eod_statement_download_by_date` | GET | `/v1/acquirer/eod_statements/by_date/:date.csv` | date: date | none | `eod_list`, `eod_read` | upstream |',
-      '| `api_keys_permissions` | GET | `/v1/acquirer/api_keys/permissions` | – | any (unchecked) | no permission (any valid key) | gateway |',
+      '| route | method | path | parameters | query | body | permissions (all required) | answered by |',
+      '|---|---|---|---|---|---|---|---|',
+      '| `eod_statements_list` | GET | `/v1/acquirer/eod_statements` | – | page: positive_integer | none | `eod_list`, `eod_read` | upstream |',
+      '| `eod_statement_download` | GET | `/v1/acquirer/eod_statements/:statement_id.csv` | statement_id: uuid | none | none | `eod_list`, `eod_read` | upstream |',
+      '| `eod_statement_download_by_date` | GET | `/v1/acquirer/eod_statements/by_date/:date.csv` | date: date | none | none | `eod_list`, `eod_read` | upstream |',
+      '| `api_keys_permissions` | GET | `/v1/acquirer/api_keys/permissions` | – | any (unchecked) | none | no permission (any valid key) | gateway |',
     ]);
   });
 });

@@ -27,14 +27,24 @@ async function errorLines(name: string): Promise<string[]> {
 }
 
 describe('the shipped policy', () => {
-  it('declares the catalogue, the four routes and the header', async () => {
+  it('declares the catalogue, every route of the routes document, the header and the tenant fields', async () => {
     const policy = await shippedPolicy();
     expect(policy.acquirerHeader).toBe('x-acquirer-id');
-    expect(policy.routes.map((r) => [r.method, r.path, r.permissions, r.serve])).toEqual([
+    expect([...policy.tenantFields]).toEqual(['acquirer_id', 'acquirer']);
+    expect(policy.routes.slice(0, 4).map((r) => [r.method, r.path, r.permissions, r.serve])).toEqual([
       ['GET', '/v1/acquirer/eod_statements', ['eod_list', 'eod_read'], undefined],
       ['GET', '/v1/acquirer/eod_statements/:statement_id.csv', ['eod_list', 'eod_read'], undefined],
       ['GET', '/v1/acquirer/eod_statements/by_date/:date.csv', ['eod_list', 'eod_read'], undefined],
       ['GET', '/v1/acquirer/api_keys/permissions', [], 'permission_catalogue'],
+    ]);
+    // The four of the statements, and the 37 routes of the routes document (../shared/spec/acquirer-api-routes.md).
+    expect(policy.routes).toHaveLength(41);
+    // Every permission of the catalogue guards a route now.
+    expect(new Set(policy.routes.flatMap((r) => r.permissions))).toEqual(policy.permissionNames);
+    // A body only where a client sends one, and JSON only.
+    expect(policy.routes.filter((r) => r.body !== undefined).map((r) => `${r.method} ${r.id}`)).toEqual([
+      'POST merchants_create', 'PUT merchant_update', 'POST merchant_users_create', 'PUT merchant_user_update',
+      'POST merchant_payment_control_create', 'PUT merchant_payment_control_update', 'POST payment_control_create', 'PUT payment_control_update',
     ]);
     expect([...policy.permissionNames]).toEqual([
       'merchants_create', 'merchants_read', 'merchants_update', 'merchants_delete',
@@ -49,6 +59,21 @@ describe('the shipped policy', () => {
 });
 
 describe('refusing a bad policy with file, line, column and reason', () => {
+  it.each([
+    ['a body on a GET route', "  - { id: things, method: GET, path: /v1/things, body: { content_types: [application/json], max_bytes: 10 }, permissions: [things_read] }", 'inline.yaml:6:56: routes.0.body: a GET request has no body the upstream would read (RFC 9110 §9.3.1): declare none'],
+    ['a media type the gateway does not check', "  - { id: things, method: POST, path: /v1/things, body: { content_types: [text/csv], max_bytes: 10 }, permissions: [things_read] }", 'inline.yaml:6:75: routes.0.body.content_types.0: the gateway checks JSON bodies only: application/json or application/<name>+json, lower case'],
+    ['no max_bytes', "  - { id: things, method: POST, path: /v1/things, body: { content_types: [application/json] }, permissions: [things_read] }", 'inline.yaml:6:57: routes.0.body.max_bytes is required'],
+    ['max_count on a path parameter', "  - { id: things, method: GET, path: /v1/things/:kind, params: { kind: { type: enum, values: [a], max_count: 2 } }, permissions: [things_read] }", 'inline.yaml:6:72: routes.0.params.kind: a path parameter is given once: max_count is for query parameters'],
+    ['bounds on a uuid', "  - { id: things, method: GET, path: /v1/things, query: { id: { type: uuid, min: 1 } }, permissions: [things_read] }", 'inline.yaml:6:63: routes.0.query.id: min and max bound an integer or positive_integer only'],
+    ['min above max', "  - { id: things, method: GET, path: /v1/things, query: { items: { type: integer, min: 5, max: 1 } }, permissions: [things_read] }", 'inline.yaml:6:66: routes.0.query.items: min is above max'],
+    ['an enumeration value twice', "  - { id: things, method: GET, path: /v1/things, query: { dir: { type: enum, values: [asc, asc] } }, permissions: [things_read] }", 'inline.yaml:6:86: routes.0.query.dir.values: values are listed once each'],
+    ['an unknown alphabet', "  - { id: things, method: GET, path: /v1/things, query: { e: { type: string, alphabet: any, max_length: 3 } }, permissions: [things_read] }", 'inline.yaml:6:88: routes.0.query.e.alphabet: Invalid option: expected one of "token"|"dotted"|"email"'],
+    ['a bracketed name with a space', "  - { id: things, method: GET, path: /v1/things, query: { \"sort[a b]\": uuid }, permissions: [things_read] }", 'inline.yaml:6:72: routes.0.query.sort[a b]: a query parameter name is a letter, then up to 63 letters, digits, _ . or -, then up to two [parts] of letters, digits and _'],
+  ])('%s', (_, route, line) => {
+    expect(inlineErrors(route + '\n')).toEqual([line]);
+  });
+
+
   it('accepts a minimal valid policy', async () => {
     const result = await loadPolicy(fixture('minimal'));
     expect(result.ok).toBe(true);
@@ -109,7 +134,7 @@ describe('refusing a bad policy with file, line, column and reason', () => {
     expect(lines).toEqual([
       `${fixture('bad-values')}:1:10: version: Invalid input: expected 1`,
       `${fixture('bad-values')}:6:13: permissions.0.name: must be of the form <group>_<action> (lower case, digits, underscores)`,
-      `${fixture('bad-values')}:9:13: routes.0.method: Invalid option: expected one of "GET"|"POST"|"PUT"|"PATCH"|"DELETE"`,
+      `${fixture('bad-values')}:9:13: routes.0.method: Invalid option: expected one of "GET"|"HEAD"|"POST"|"PUT"|"PATCH"|"DELETE"`,
     ]);
   });
 
@@ -284,7 +309,7 @@ routes:
     permissions: [things_read]
 `);
     expect(result).toEqual([
-      'inline.yaml:9:45: routes.0.query.size: Invalid option: expected one of "uuid"|"date"|"integer"|"positive_integer"|"slug"',
+      'inline.yaml:9:45: routes.0.query.size: a type (uuid, date, date_time, date_or_date_time, integer, positive_integer, boolean, merchant_id, slug), or { type: integer, min, max }, { type: enum, values: […] }, { type: string, alphabet, max_length }',
     ]);
   });
 
@@ -316,13 +341,11 @@ routes:
     expect(result).toEqual(['inline.yaml:9:12: routes.0.query: the query parameters the route takes, each with its type (`{ page: positive_integer }`), `{}` for none, or `any`']);
   });
 
-  it('query parameter names that would need encoding', () => {
-    const result = inlineErrors(`  - { id: things, method: GET, path: /v1/things, query: { "page[number]": integer, "": slug }, permissions: [things_read] }
+  it('query parameter names that are not a plain name with up to two bracketed parts', () => {
+    const result = inlineErrors(`  - { id: things, method: GET, path: /v1/things, query: { "page[number]": integer, "": slug, "a[b][c][d]": slug, "a%5Bb%5D": slug }, permissions: [things_read] }
 `);
-    expect(result).toEqual([
-      'inline.yaml:6:75: routes.0.query.page[number]: a query parameter name is a letter, then up to 63 letters, digits, _ . or -',
-      'inline.yaml:6:88: routes.0.query.: a query parameter name is a letter, then up to 63 letters, digits, _ . or -',
-    ]);
+    const reason = 'a query parameter name is a letter, then up to 63 letters, digits, _ . or -, then up to two [parts] of letters, digits and _';
+    expect(result).toEqual([`inline.yaml:6:88: routes.0.query.: ${reason}`, `inline.yaml:6:108: routes.0.query.a[b][c][d]: ${reason}`, `inline.yaml:6:126: routes.0.query.a%5Bb%5D: ${reason}`]);
   });
 
   it('a missing file', async () => {

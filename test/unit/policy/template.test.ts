@@ -1,8 +1,10 @@
 import { getIntersectionWordSets, JS, NFA } from 'refa';
+import { compileValueType } from '../../../src/policy/value-types.js';
 import { compileTemplate, overlappingPath, templateMatches, type CompiledTemplate } from '../../../src/policy/template.js';
 import type { ParamTypeName } from '../../../src/policy/param-types.js';
 
-const t = (path: string, params: Record<string, ParamTypeName> = {}) => compileTemplate(path, params);
+const t = (path: string, params: Record<string, ParamTypeName> = {}) =>
+  compileTemplate(path, Object.fromEntries(Object.entries(params).map(([name, type]) => [name, compileValueType(type)])));
 
 describe('overlappingPath', () => {
   it.each([
