@@ -22,6 +22,8 @@ declare global {
       route?: CompiledRoute;
       /** Set when the request was refused or failed; for logs and metrics. */
       errorCode?: ErrorCode;
+      /** The request body, read whole and checked (routes that declare one). */
+      body?: Buffer;
       /** The upstream exchange in progress, once the request is forwarded. */
       upstream?: import('../proxy/exchange.js').Exchange;
       /** Set when the upstream's status was replaced by a gateway error. */
@@ -49,6 +51,7 @@ export function createRequestLocals(policy: CompiledPolicy, requestId: string, s
     key: undefined,
     route: undefined,
     errorCode: undefined,
+    body: undefined,
     upstream: undefined,
     upstreamStatus: undefined,
   };

@@ -4,7 +4,7 @@ import { ERROR_CODES, type DenialReason, type ErrorDefinition } from '../errors/
 import type { Logger } from '../observability/logger/logger.js';
 import { clientText, peerAddress, requestClient } from '../net/client-address.js';
 import type { IpAllowlist } from '../net/ip-allowlist.js';
-import { loggedPath, writeAccessLine } from '../observability/access-line.js';
+import { loggedPath, writeAccessLine, writeAuditLine } from '../observability/access-line.js';
 import type { CompiledPolicy } from '../policy/compile.js';
 import { holdsKey } from '../secrets/redact.js';
 import { createRequestLocals } from './request-context.js';
@@ -52,6 +52,7 @@ export function createRequestObserver({ policy, metrics, logger, trustedProxies 
       countRequest(metrics, route, req.method, status, code);
       metrics.requestDuration.observe({ route }, seconds);
       const definition = code === undefined ? undefined : ERROR_CODES[code];
+      if (locals.body !== undefined) metrics.requestBodyBytes.observe({ route }, locals.body.length);
       if (locals.upstreamMs !== undefined) metrics.upstreamDuration.observe({ route }, locals.upstreamMs / 1000);
       if (locals.upstreamErrorKind !== undefined) metrics.upstreamErrors.inc({ kind: locals.upstreamErrorKind });
       if (locals.upstreamStatus !== undefined) {
@@ -74,6 +75,14 @@ export function createRequestObserver({ policy, metrics, logger, trustedProxies 
         locals.upstreamStatus ?? null,
         res.writableFinished,
       );
+      writeAuditLine(logger, req.method, {
+        requestId: locals.requestId,
+        keyId: locals.key?.id ?? null,
+        acquirerId: locals.key?.acquirerId ?? null,
+        route: locals.route?.id ?? null,
+        status,
+        bodyBytes: locals.body?.length ?? null,
+      });
     });
     next();
   };

@@ -16,8 +16,12 @@ export const STATUS_MESSAGES = {
   403: 'Unauthorized',
   404: 'Not found',
   406: 'Not acceptable',
+  408: 'Request timeout',
   412: 'Precondition failed',
+  413: 'Payload too large',
+  415: 'Unsupported media type',
   416: 'Range not satisfiable',
+  422: 'Unprocessable entity',
   429: 'Too many requests',
   431: 'Request header fields too large',
   500: 'Internal server error',
@@ -38,6 +42,11 @@ export type DenialReason =
   | 'not_found'
   | 'non_canonical_path'
   | 'bad_request'
+  | 'payload_too_large'
+  | 'unsupported_media_type'
+  | 'malformed_body'
+  | 'tenant_field'
+  | 'request_timeout'
   | 'too_many_in_flight'
   | 'key_store_unavailable'
   | 'upstream_status'
@@ -102,6 +111,31 @@ export const ERROR_CODES = {
     status: 400,
     reason: 'bad_request',
     description: 'The route declares the query parameters it takes, and this query has another, one twice, or a value not of its type.',
+  },
+  UNSUPPORTED_MEDIA_TYPE: {
+    status: 415,
+    reason: 'unsupported_media_type',
+    description: "The route takes a body, and the request's Content-Type is none of the route's media types, is missing, has a parameter other than charset=utf-8, or is given twice.",
+  },
+  PAYLOAD_TOO_LARGE: {
+    status: 413,
+    reason: 'payload_too_large',
+    description: "The body is longer than the route's max_bytes (a Content-Length over it is refused unread); the connection is closed.",
+  },
+  MALFORMED_BODY: {
+    status: 400,
+    reason: 'malformed_body',
+    description: 'The body is not one well-formed JSON value in UTF-8: a byte-order mark, nesting deeper than 32, or an object with a name twice.',
+  },
+  TENANT_FIELD: {
+    status: 400,
+    reason: 'tenant_field',
+    description: "The body has a member named as one of the policy's tenant_fields, at some depth: only the acquirer header names the tenant.",
+  },
+  REQUEST_TIMEOUT: {
+    status: 408,
+    reason: 'request_timeout',
+    description: 'The body had not all arrived within REQUEST_TIMEOUT_MS of the request; the connection is closed.',
   },
   HEADERS_TOO_LARGE: {
     status: 431,

@@ -16,9 +16,10 @@ export function mapUpstreamStatus(status: number, statusMap: ReadonlyMap<number,
 /**
  * Error statuses the gateway answers about a client's own standing with it, never for the upstream
  * unless the policy's map says so: an upstream 429 is about the gateway's own standing upstream
- * (every acquirer reaches it as one client), not the acquirer's share of the gateway.
+ * (every acquirer reaches it as one client), not the acquirer's share of the gateway; an upstream
+ * 408 is about the gateway's own request, which it sent whole.
  */
-const GATEWAY_OWN: ReadonlySet<number> = new Set([429]);
+const GATEWAY_OWN: ReadonlySet<number> = new Set([408, 429]);
 
 /** The one error status an upstream's answer is never given, and never passed on as: see mapUpstreamStatus. */
 export const NEVER_PASSED_ON = 401;

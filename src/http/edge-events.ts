@@ -7,6 +7,7 @@ import type { Logger } from '../observability/logger/logger.js';
 import { peerText } from '../net/client-address.js';
 import { declaresBody } from '../net/request-body.js';
 import { countRequest } from '../observability/metrics/count-request.js';
+import { bodyTimedOut } from '../plugins/request-shape/body.js';
 import { UNMATCHED_ROUTE } from '../observability/metrics/labels.js';
 import type { GatewayMetrics } from '../observability/metrics/metrics.js';
 import { loggedPath, writeAccessLine } from '../observability/access-line.js';
@@ -45,7 +46,9 @@ export function attachHttpEdge(server: http.Server, { app, answers, metrics, log
     sendRawError(socket, 400, requestId, answers.answerUnderWay(socket));
   });
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
-    // A reset or timed-out socket has nobody to answer; anything else is a malformed request.
+    // A body still being read when REQUEST_TIMEOUT_MS passed is answered 408 by its own request.
+    if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT' && bodyTimedOut(socket as Socket)) return;
+    // Any other reset or timed-out socket has nobody to answer; anything else is a malformed request.
     const underWay = answers.answerUnderWay(socket as Socket);
     if (err.code === 'ECONNRESET' || err.code === 'ERR_HTTP_REQUEST_TIMEOUT') return void cutConnection(socket, underWay);
     // Malformed bytes behind an answer still owed for an earlier request: written now, the error would
@@ -83,10 +86,10 @@ export function attachHttpEdge(server: http.Server, { app, answers, metrics, log
     if (answers.admit(req, res)) whenAnswerable(req, res, refuseExpectation);
   });
   // Expect: 100-continue: Node would send "100 Continue" at once, inviting the body of a request not
-  // yet judged (and that no route takes). Judged like any other, it gets its final answer instead,
-  // which RFC 9110 §10.1.1 allows: a refusal before the client sends what it was about to. One that
-  // declares no body gets its 100 still: it invites nothing, and without it Node closes the
-  // connection after the answer (the body might yet come), so a client that always asks reconnects.
+  // yet judged. Judged like any other, it gets its 100 once its head passes (the request-shape step)
+  // or its final answer instead, which RFC 9110 §10.1.1 allows: a refusal before the client sends
+  // what it was about to. One that declares no body gets its 100 at once: it invites nothing, and
+  // without it Node closes the connection after the answer (the body might yet come).
   server.on('checkContinue', (req: http.IncomingMessage, res: http.ServerResponse) => {
     if (!declaresBody(req.headers)) res.writeContinue();
     server.emit('request', req, res);

@@ -18,6 +18,8 @@ export const HOP_BY_HOP = new Set([
 export const FORWARDED_REQUEST_HEADERS: ReadonlySet<string> = new Set([
   'accept', 'accept-encoding', 'accept-language', 'cache-control', 'if-match', 'if-none-match',
   'if-modified-since', 'if-unmodified-since', 'if-range', 'range', 'user-agent', 'traceparent',
+  // A write's key for the upstream to recognise it sent again (by the client: the gateway never resends one).
+  'idempotency-key',
 ]);
 
 /**

@@ -59,3 +59,23 @@ export function writeAccessLine(
   if (status >= 500 || completed === false) logger.warn(line, 'request');
   else logger.info(line, 'request');
 }
+
+/** Methods that only read: every other request writes an audit line besides its access line. */
+const READS = new Set(['GET', 'HEAD']);
+
+/**
+ * The audit line of a request whose method changes something, allowed or not: who (key, acquirer),
+ * what (route, method), the answer, and the body's size (null when none was read). Never the body.
+ */
+export function writeAuditLine(logger: Logger, method: string | undefined, fields: { requestId: string; keyId: string | null; acquirerId: string | null; route: string | null; status: number; bodyBytes: number | null }): void {
+  if (method === undefined || READS.has(method)) return;
+  logger.event('audit', {
+    request_id: fields.requestId,
+    key_id: fields.keyId,
+    acquirer_id: fields.acquirerId,
+    route: fields.route,
+    method,
+    status: fields.status,
+    body_bytes: fields.bodyBytes,
+  });
+}

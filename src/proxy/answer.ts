@@ -13,6 +13,7 @@ import { bodyFramedByConnection } from '../node-internals/outgoing-message.js';
 import type { Logger } from '../observability/logger/logger.js';
 import type { ExchangeWatch } from './exchange.js';
 import { fail, failAnswer } from './failures.js';
+import { EXPLAINED_STATUSES, passExplanation } from './error-body.js';
 import { forwardBody } from './forward-body.js';
 import { buildClientHeaders, hasDroppedBody, unsatisfiedRange, type UpstreamAddress } from './response-headers.js';
 import { MAX_UPSTREAM_HEADER_LINES } from './upstream-agent.js';
@@ -45,6 +46,11 @@ export function passAnswer(proxyRes: IncomingMessage, res: ServerResponse, ctx: 
     proxyRes.destroy();
     locals.upstreamErrorKind = 'protocol';
     return fail(res, 'UPSTREAM_UNREACHABLE', ctx.logger, unusable);
+  }
+  if (EXPLAINED_STATUSES.has(status) && !locals.policy.upstreamStatusMap.has(status)) {
+    exchange.proxyRes = proxyRes;
+    ctx.watch.streaming(exchange);
+    return passExplanation(proxyRes, res, status as 400 | 422, buildClientHeaders(status, proxyRes.headers, locals.requestId, ctx.address, locals.policy.acquirerHeader));
   }
   const mapped = mapUpstreamStatus(status, locals.policy.upstreamStatusMap);
   if (mapped !== null) {

@@ -97,6 +97,12 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): UpstreamProx
     const headers = buildUpstreamHeaders(req.headers, policy.acquirerHeader, key!.acquirerId, requestId);
     headers.host = upstreamHost;
     headers[EXCHANGE_HEADER] = exchange.id;
+    // A checked body goes as the exact bytes that arrived, framed by their length (upstream-request.ts writes them).
+    const body = res.locals.body;
+    if (body !== undefined) {
+      headers['content-type'] = req.headers['content-type'];
+      headers['content-length'] = String(body.length);
+    }
     req.headers = headers as IncomingHttpHeaders;
     res.locals.upstream = exchange;
     watch.start(exchange);

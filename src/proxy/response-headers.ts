@@ -184,6 +184,8 @@ export function buildClientHeaders(
     if (typeof value !== 'string') continue; // only Set-Cookie comes as a list, and it is not passed
     const rewrite = URL_HEADERS.get(name);
     let passed = rewrite === undefined ? value : rewrite(value, address.origin);
+    // A created resource is the upstream's own: a Location elsewhere is nothing a client should follow.
+    if (status === 201 && name === 'location' && ABSOLUTE_OR_SCHEME_RELATIVE.test(passed)) continue;
     if (name === 'cache-control') passed = privateCacheControl(passed);
     else if (name === 'vary') passed = clientVary(`${passed}\n${acquirerHeader}`);
     // Nor does the upstream hand a key on to the client (echoed from a query, say). A random part

@@ -31,5 +31,8 @@ export function onUpstreamRequest(
   });
   // Answered meanwhile, or its client gone before the request existed to be cancelled (the proxy's
   // engine cancels such a request itself today; this does not rely on it).
-  if (exchange.answered || res.closed) proxyReq.destroy();
+  if (exchange.answered || res.closed) return void proxyReq.destroy();
+  // The checked body, whole: the client's stream was read to its end, so piping it adds only the end.
+  const body = (res as Response).locals.body;
+  if (body !== undefined && body.length > 0) proxyReq.write(body);
 }

@@ -9,6 +9,10 @@ export interface ReceivedRequest {
   readonly headers: http.IncomingHttpHeaders;
   /** Names and values in arrival order, duplicates kept. */
   readonly rawHeaders: readonly string[];
+  /** The body's bytes received so far. */
+  body(): Buffer;
+  /** Settles when the request's body has all arrived (or its connection closed first). */
+  readonly bodyEnded: Promise<void>;
 }
 
 export type UpstreamHandler = (req: http.IncomingMessage, res: http.ServerResponse) => void;
@@ -44,7 +48,13 @@ export async function startUpstream(): Promise<RecordingUpstream> {
   const received: ReceivedRequest[] = [];
   let handler = defaultHandler;
   const server = http.createServer((req, res) => {
-    received.push({ method: req.method!, url: req.url!, headers: req.headers, rawHeaders: [...req.rawHeaders] });
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    const bodyEnded = new Promise<void>((resolve) => {
+      req.on('end', resolve);
+      req.on('close', resolve);
+    });
+    received.push({ method: req.method!, url: req.url!, headers: req.headers, rawHeaders: [...req.rawHeaders], body: () => Buffer.concat(chunks), bodyEnded });
     handler(req, res);
   });
   let connections = 0;

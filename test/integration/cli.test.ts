@@ -399,7 +399,7 @@ describe('policy check, diff and routes', () => {
       copyFileSync('policies/acquirer-api.yaml', file);
       const result = await runCli(['policy', 'check', file]);
       expect(result.code).toBe(0);
-      expect(result.stdout).toMatch(/: ok \(4 routes/);
+      expect(result.stdout).toMatch(/: ok \(41 routes/);
       expect(result.stdout).not.toContain(body);
     } finally {
       rmSync(dir, { recursive: true, force: true });
@@ -409,7 +409,7 @@ describe('policy check, diff and routes', () => {
   it('check: exit 0 with a summary for a valid policy', async () => {
     const result = await runCli(['policy', 'check', 'policies/acquirer-api.yaml']);
     expect(result.code).toBe(0);
-    expect(result.stdout).toMatch(/^policies\/acquirer-api\.yaml: ok \(4 routes, 21 permissions, sha256 [0-9a-f]{64}\)\n$/);
+    expect(result.stdout).toMatch(/^policies\/acquirer-api\.yaml: ok \(41 routes, 21 permissions, sha256 [0-9a-f]{64}\)\n$/);
   });
 
   it('check: exit 1 with one file:line:column: reason line per problem', async () => {
@@ -443,7 +443,7 @@ describe('policy check, diff and routes', () => {
   it('routes: the effective route table', async () => {
     const result = await runCli(['policy', 'routes', 'policies/acquirer-api.yaml']);
     expect(result.code).toBe(0);
-    expect(result.stdout).toContain('| `eod_statement_download` | GET | `/v1/acquirer/eod_statements/:statement_id.csv` | statement_id: uuid | none | `eod_list`, `eod_read` | upstream |');
+    expect(result.stdout).toContain('| `eod_statement_download` | GET | `/v1/acquirer/eod_statements/:statement_id.csv` | statement_id: uuid | none | none | `eod_list`, `eod_read` | upstream |');
   });
 });
 

@@ -203,7 +203,7 @@ describe('client address and whitelist', () => {
 
 describe('routes (error table: 404) and permissions (403)', () => {
   it.each([
-    ['an undeclared path', '/v1/acquirer/merchants'],
+    ['an undeclared path', '/v1/acquirer/unknown_things'],
     ['an undeclared method target', '/v1/acquirer/eod_statements/by_date/2023-02-29.csv'],
     ['a dot segment', '/v1/acquirer/./eod_statements'],
     ['a parent segment', '/v1/acquirer/x/../eod_statements'],
@@ -228,7 +228,7 @@ describe('routes (error table: 404) and permissions (403)', () => {
   });
 
   it('route is judged before permission: unknown route with a weak key is 404', async () => {
-    await expectRefusedUnseen(() => as('noEod', '/v1/acquirer/merchants'), 404, NOT_FOUND);
+    await expectRefusedUnseen(() => as('noEod', '/v1/acquirer/unknown_things'), 404, NOT_FOUND);
   });
 });
 
@@ -297,7 +297,8 @@ describe('proxying', () => {
       `${LIST}?page=2&acquirer_id=acq_2`,
       `${LIST}?page=2&page=3`, // polluted: which one would the upstream read?
       `${LIST}?page=02`, // not the canonical form of its type
-      `${LIST}?page=%32`, // never decoded
+      `${LIST}?page=%30`, // judged decoded: 0, and pages start at 1
+      `${LIST}?page=2&p%61ge=3`, // twice, once encoded
       `${LIST}?page`,
       `${LIST}?page=2&`,
       `${LIST}?Page=2`,
@@ -311,6 +312,9 @@ describe('proxying', () => {
     expect(upstream.received.length).toBe(before);
     // A bare `?` holds no parameter.
     expect((await as('acq1', `${LIST}?`)).status).toBe(200);
+    // Judged as the upstream reads it, forwarded exactly as sent.
+    expect((await as('acq1', `${LIST}?page=%32`)).status).toBe(200);
+    expect(upstream.received.at(-1)!.url).toBe(`${LIST}?page=%32`);
   });
 
   it('streams a large CSV byte for byte with the upstream content type', async () => {

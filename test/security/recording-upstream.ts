@@ -6,12 +6,15 @@ export interface RawRequest {
   readonly requestLine: string;
   /** Header lines in order, exactly as received. */
   readonly headerLines: readonly string[];
+  /** The head, exactly as received. */
   readonly raw: string;
+  /** The body, as framed by its Content-Length (the gateway frames every body it sends so). */
+  readonly body: string;
 }
 
 /**
- * An upstream that stores the exact bytes of every request head it receives and answers each with
- * a small 200. The gateway only forwards requests without bodies, so a head is a whole request.
+ * An upstream that stores the exact bytes of every request it receives and answers each with a
+ * small 200. A body is read as its Content-Length frames it; the request is recorded once it is whole.
  */
 export async function startRecordingUpstream(): Promise<{ port: number; url: string; received: RawRequest[]; close(): Promise<void> }> {
   const received: RawRequest[] = [];
@@ -25,9 +28,12 @@ export async function startRecordingUpstream(): Promise<{ port: number; url: str
       buffer += chunk.toString('latin1');
       for (let end = buffer.indexOf('\r\n\r\n'); end !== -1; end = buffer.indexOf('\r\n\r\n')) {
         const raw = buffer.slice(0, end + 4);
-        buffer = buffer.slice(end + 4);
         const [requestLine = '', ...headerLines] = raw.slice(0, -4).split('\r\n');
-        received.push({ requestLine, headerLines, raw });
+        const length = Number(headerLines.find((l) => /^content-length:/i.test(l))?.slice('content-length:'.length).trim() ?? 0);
+        if (buffer.length < end + 4 + length) return; // the rest of the body is still to come
+        const body = buffer.slice(end + 4, end + 4 + length);
+        buffer = buffer.slice(end + 4 + length);
+        received.push({ requestLine, headerLines, raw, body });
         socket.write('HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 14\r\n\r\n{"upstream":1}');
       }
     });

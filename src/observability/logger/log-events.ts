@@ -19,6 +19,7 @@ const event = (level: LogLevel, msg: string, levels?: string): LogEventDefinitio
 export const LOG_EVENTS = {
   // Requests
   request: event('info', 'request', 'info; warn for a 5xx or an answer that never completed'),
+  audit: event('info', 'a request with a method that changes something (any but GET and HEAD)'),
   request_failed: event('error', 'request failed'),
   unexpected_error: event('error', 'unexpected error'),
   pipelining_limit: event('warn', 'a connection pipelined more requests than the limit ahead of their answers: closed'),

@@ -11,6 +11,7 @@ export interface GatewayMetrics {
   readonly registry: Registry;
   readonly requests: Counter<'route' | 'method' | 'status'>;
   readonly requestDuration: Histogram<'route'>;
+  readonly requestBodyBytes: Histogram<'route'>;
   readonly denials: Counter<'reason'>;
   readonly keyResolutions: Counter<'layer' | 'result'>;
   readonly upstreamDuration: Histogram<'route'>;
@@ -26,6 +27,9 @@ export interface GatewayMetrics {
 
 /** Resolves sub-millisecond gateway overhead as well as multi-minute downloads. */
 export const DURATION_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
+
+/** From a small JSON object to the largest max_bytes a route may declare (16 MiB). */
+export const BODY_BUCKETS = [256, 1024, 4096, 16_384, 65_536, 262_144, 1_048_576, 4_194_304, 16_777_216];
 
 /** The results a policy reload counts. */
 const RELOAD_RESULTS = ['success', 'failure', 'unchanged'] as const;
@@ -75,6 +79,13 @@ function requestMetrics(registers: Registry[]) {
       help: 'Time from request to the end of the response, by route.',
       labelNames: ['route'],
       buckets: DURATION_BUCKETS,
+      registers,
+    }),
+    requestBodyBytes: new Histogram({
+      name: `${PREFIX}request_body_bytes`,
+      help: 'Size of each request body read and checked, by route (routes that take one).',
+      labelNames: ['route'],
+      buckets: BODY_BUCKETS,
       registers,
     }),
     denials: new Counter({ name: `${PREFIX}denials_total`, help: 'Requests refused by the gateway, by reason.', labelNames: ['reason'], registers }),

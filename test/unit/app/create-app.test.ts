@@ -247,7 +247,7 @@ describe('upstream answers', () => {
     nock(UPSTREAM).get(CSV).reply(404, 'nope', { 'x-b': '2' });
     const forbidden = await get(CSV);
     const missing = await get(CSV);
-    const unknownRoute = await get('/v1/acquirer/merchants');
+    const unknownRoute = await get('/v1/acquirer/unknown_things');
     for (const res of [forbidden, missing, unknownRoute]) {
       expect(res.status).toBe(404);
       expect(res.text).toBe(notFoundBody);
@@ -327,7 +327,7 @@ describe('refusals never reach the upstream', () => {
   it.each([
     ['no key', () => request(t.app).get(LIST), 401, '{"message":"Invalid authentication information"}'],
     ['unknown key', () => request(t.app).get(LIST).set('Authorization', `Bearer acquirer_key_${'Z'.repeat(43)}`), 401, '{"message":"Invalid authentication information"}'],
-    ['unknown route', () => get('/v1/acquirer/merchants'), 404, '{"message":"Not found"}'],
+    ['unknown route', () => get('/v1/acquirer/unknown_things'), 404, '{"message":"Not found"}'],
     ['non-canonical path', () => get('/v1/acquirer//eod_statements'), 404, '{"message":"Not found"}'],
     ['a body on a GET route', () => get(LIST).set('Content-Type', 'text/plain').send('hello'), 400, '{"message":"Bad request"}'],
   ])('%s', async (_name, send, status, body) => {
