@@ -1,6 +1,6 @@
 /**
  * @module
- * `npm start`: the whole thing on one machine with no outside service. A sample statements service,
+ * `npm start`: the whole thing on one machine with no outside service. A sample acquirer service,
  * the gateway in front of it with an in-memory key store, and one key for each of two acquirers.
  */
 import { loadConfig } from '../config/load-config.js';
@@ -15,17 +15,19 @@ import { loadPolicyOrThrow } from '../policy/load.js';
 import { createSampleUpstream, sampleStatements, type SampleStatement } from './sample-upstream.js';
 
 const ACQUIRERS = ['acq_alpha', 'acq_beta'] as const;
+/** One of acq_alpha's merchants in the sample service (sample-merchants.ts). */
+const ALPHA_MERCHANT = 'acq_alpha_m1';
 
 async function main(): Promise<void> {
   const statements = sampleStatements(ACQUIRERS);
   const upstream = createSampleUpstream(statements);
   const upstreamPort = await listen(upstream, 0, '127.0.0.1');
-  const { store, keys } = await quickstartKeys();
   // It mints live keys: loopback only unless HOST says otherwise. Quiet but for what goes wrong.
   const config = loadConfig({ LOG_LEVEL: 'warn', ADMIN_PORT: '0', HOST: '127.0.0.1', ...process.env, UPSTREAM_URL: `http://127.0.0.1:${upstreamPort}` });
   // A reload that took is shown at the quickstart's level, as a refused one is.
   const logger = createLogger(config.logLevel, undefined, {}, { eventLevels: { policy_reloaded: 'warn' } });
   const loaded = await loadPolicyOrThrow(config.policyFile);
+  const { store, keys } = await quickstartKeys(loaded.policy.permissions.map((p) => p.name));
   const gateway = await startGateway(config, { logger, policy: loaded.policy, keyStore: store });
   // Edits to the policy file apply as they do under `serve` (POLICY_WATCH).
   const policyFile = followPolicyFile(gateway, config, loaded, logger);
@@ -45,8 +47,8 @@ async function main(): Promise<void> {
   });
 }
 
-/** An in-memory store with one key for each acquirer, allowed to list and read its statements. */
-async function quickstartKeys(): Promise<{ store: MemoryKeyStore; keys: Record<(typeof ACQUIRERS)[number], string> }> {
+/** An in-memory store with one key for each acquirer, carrying every permission of the catalogue. */
+async function quickstartKeys(permissions: string[]): Promise<{ store: MemoryKeyStore; keys: Record<(typeof ACQUIRERS)[number], string> }> {
   const store = new MemoryKeyStore();
   const keys = {} as Record<(typeof ACQUIRERS)[number], string>;
   for (const acquirer of ACQUIRERS) {
@@ -55,7 +57,7 @@ async function quickstartKeys(): Promise<{ store: MemoryKeyStore; keys: Record<(
       id: generateKeyId(),
       key_hash: hashKey(key),
       acquirer_id: acquirer,
-      permissions: ['eod_list', 'eod_read'],
+      permissions,
       allowed_ips: [],
       description: `quickstart key for ${acquirer}`,
       created_at: new Date().toISOString(),
@@ -70,8 +72,9 @@ function banner(gateway: RunningGateway, host: string, upstreamPort: number, key
   const shown = host.includes(':') ? (host === '::' ? '[::1]' : `[${host}]`) : host === '0.0.0.0' ? '127.0.0.1' : host;
   const base = `http://${shown}:${gateway.port}`;
   const { acq_alpha: alpha, acq_beta: beta } = keys;
+  const users = `${base}/v1/acquirer/merchants/${ALPHA_MERCHANT}/users`;
   return `
-acquirer-gateway quickstart: gateway on ${base}, sample statements service on 127.0.0.1:${upstreamPort},
+acquirer-gateway quickstart: gateway on ${base}, sample acquirer service on 127.0.0.1:${upstreamPort},
 metrics on http://127.0.0.1:${gateway.adminPort}/metrics
 (in-memory keys, nothing is written anywhere; Ctrl-C stops everything)
 
@@ -89,6 +92,18 @@ curl -s ${base}/v1/acquirer/api_keys/permissions -H 'Authorization: Bearer ${bet
 
 # acq_beta asks for acq_alpha's statement: 404, exactly as if it did not exist
 curl -si ${base}/v1/acquirer/eod_statements/${alphaStatement.id}.csv -H 'Authorization: Bearer ${beta}'
+
+# acq_alpha creates a user of its merchant ${ALPHA_MERCHANT} (201); the new user's id is kept in USER_ID
+NEW_USER=$(curl -s -X POST ${users} -H 'Authorization: Bearer ${alpha}' -H 'Content-Type: application/json' -d '{"name":"Ada Lovelace","email":"ada@example.com"}'); echo "$NEW_USER"; USER_ID=$(echo "$NEW_USER" | sed -n 's/.*"id":"\\([0-9a-f-]*\\)".*/\\1/p')
+
+# acq_beta asks for that user: 404, exactly as if it did not exist
+curl -si ${users}/$USER_ID -H 'Authorization: Bearer ${beta}'
+
+# a body that names another acquirer: 400, and nothing reaches the service
+curl -si -X POST ${users} -H 'Authorization: Bearer ${alpha}' -H 'Content-Type: application/json' -d '{"name":"Eve","email":"eve@example.com","acquirer_id":"acq_beta"}'
+
+# the audit log of acq_alpha's writes, newest first
+curl -s '${base}/v1/audit_logs?items=5' -H 'Authorization: Bearer ${alpha}'
 
 # no key: 401
 curl -si ${base}/v1/acquirer/eod_statements

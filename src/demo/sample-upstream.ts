@@ -1,88 +1,96 @@
-import { createHash } from 'node:crypto';
+/**
+ * @module
+ * A small stand-in for the legacy acquirer backend, for `npm start` and for tests: a plain node:http
+ * server that trusts the acquirer header the gateway injects and scopes everything by it, as the
+ * legacy backend does. It serves the EOD statements, merchant users, merchant payment controls and
+ * the audit log; another acquirer's record answers 403 (the shipped policy makes that a 404).
+ */
 import http from 'node:http';
+import { createSampleAuditLog } from './sample-audit-log.js';
+import { readJsonBody, refuse, SampleRefusal, sendReply, type SampleReply, type SampleRequest, type SampleRoute } from './sample-http.js';
+import { createMerchantDirectory, sampleMerchants, type SampleMerchants } from './sample-merchants.js';
+import { merchantUserRoutes } from './sample-merchant-users.js';
+import { paymentControlRoutes } from './sample-payment-controls.js';
+import { SAMPLE_PAGE_SIZE, statementRoutes, type SampleStatement } from './sample-statements.js';
+
+export { SAMPLE_PAGE_SIZE, sampleStatements, type SampleStatement } from './sample-statements.js';
+export { sampleMerchants, type SampleMerchants } from './sample-merchants.js';
+export { PAYMENT_CONTROL_TYPES } from './sample-payment-controls.js';
+
+export interface SampleUpstreamOptions {
+  /** The header the gateway stamps the acquirer id in. Default `x-acquirer-id`. */
+  readonly acquirerHeader?: string;
+  /** EOD statements per page of their list. Default {@link SAMPLE_PAGE_SIZE}. */
+  readonly perPage?: number;
+  /** Merchant ids per acquirer id. Default: `<acquirer>_m1` and `<acquirer>_m2` for each acquirer of the statements. */
+  readonly merchants?: SampleMerchants;
+  /** The clock that dates created and changed records and audit entries. Default `() => new Date()`. */
+  readonly now?: () => Date;
+}
 
 /**
- * A small stand-in for the statements service: the EOD endpoints, scoped by the acquirer header the
- * gateway injects, like the legacy backend. Another acquirer's statement answers 403 (as some legacy
- * services do), which the shipped policy turns into the same 404 as a missing one.
+ * The sample upstream, not yet listening. Its records live in memory, one set per server.
+ *
+ * @example
+ * const upstream = createSampleUpstream(sampleStatements(['acq_alpha', 'acq_beta']));
+ * const port = await listen(upstream, 0, '127.0.0.1');
+ * // POST /v1/acquirer/merchants/acq_alpha_m1/users with `x-acquirer-id: acq_alpha` creates a user.
  */
-export interface SampleStatement {
-  readonly id: string;
-  readonly acquirerId: string;
-  readonly date: string; // YYYY-MM-DD
-  readonly createdAt: string;
-}
-
-function uuidFrom(seed: string): string {
-  const h = createHash('sha256').update(seed).digest('hex');
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-a${h.slice(17, 20)}-${h.slice(20, 32)}`;
-}
-
-export function sampleStatements(acquirerIds: readonly string[], perAcquirer = 3): SampleStatement[] {
-  return acquirerIds.flatMap((acquirerId) =>
-    Array.from({ length: perAcquirer }, (_, i) => {
-      const date = `2026-11-${String(21 - i).padStart(2, '0')}`;
-      return { id: uuidFrom(`${acquirerId}/${date}`), acquirerId, date, createdAt: `${date}T23:30:00Z` };
-    }),
-  );
-}
-
-function statementJson(s: SampleStatement) {
-  return {
-    id: s.id,
-    csv_file: `/v1/acquirer/eod_statements/${s.id}.csv`,
-    date: `${s.date}T00:00:00+00:00`,
-    created_at: s.createdAt,
-    updated_at: s.createdAt,
-  };
-}
-
-function csvFor(s: SampleStatement): string {
-  return `date,merchant_id,transactions,amount,currency\r\n${s.date},m_1001,42,1234.56,EUR\r\n${s.date},m_1002,7,99.90,EUR\r\n`;
-}
-
-/** Statements per page of the list, as the API's pagination metadata counts them. */
-export const SAMPLE_PAGE_SIZE = 25;
-
-/** One page of an acquirer's statements, newest first, with the API's `meta`; `page` counts from 1. */
-function listPage(own: readonly SampleStatement[], page: number, perPage: number) {
-  const totalPages = Math.max(1, Math.ceil(own.length / perPage));
-  return {
-    eod_statements: own.slice((page - 1) * perPage, page * perPage).map(statementJson),
-    meta: { current_page: page, next_page: page < totalPages ? page + 1 : null, prev_page: page > 1 ? page - 1 : null, total_pages: totalPages, total_count: own.length },
-  };
-}
-
-export function createSampleUpstream(statements: readonly SampleStatement[], { acquirerHeader = 'x-acquirer-id', perPage = SAMPLE_PAGE_SIZE } = {}): http.Server {
-  return http.createServer((req, res) => {
-    const json = (status: number, body: unknown) => {
-      res.writeHead(status, { 'content-type': 'application/json' });
-      res.end(JSON.stringify(body));
-    };
-    const acquirerId = req.headers[acquirerHeader.toLowerCase()];
-    if (typeof acquirerId !== 'string') return json(401, { error: 'no acquirer' });
-    const target = req.url ?? '';
-    const at = target.indexOf('?');
-    const [path, query] = at === -1 ? [target, ''] : [target.slice(0, at), target.slice(at + 1)];
-    if (req.method !== 'GET') return json(405, { error: 'method not allowed' });
-    if (path === '/v1/acquirer/eod_statements') {
-      const own = statements.filter((s) => s.acquirerId === acquirerId).sort((a, b) => b.createdAt.localeCompare(a.createdAt));
-      // The gateway lets through only a page of 1 or more (the policy's positive_integer).
-      const page = Number(new URLSearchParams(query).get('page') ?? '1');
-      if (!Number.isInteger(page) || page < 1) return json(400, { error: 'page must be a positive integer' });
-      return json(200, listPage(own, page, perPage));
-    }
-    const byId = /^\/v1\/acquirer\/eod_statements\/([0-9a-f-]{36})\.csv$/.exec(path);
-    const byDate = /^\/v1\/acquirer\/eod_statements\/by_date\/(\d{4}-\d{2}-\d{2})\.csv$/.exec(path);
-    let statement: SampleStatement | undefined;
-    if (byId) {
-      statement = statements.find((s) => s.id === byId[1]);
-      if (statement && statement.acquirerId !== acquirerId) return json(403, { error: 'forbidden', owner: statement.acquirerId });
-    } else if (byDate) {
-      statement = statements.find((s) => s.date === byDate[1] && s.acquirerId === acquirerId);
-    }
-    if (!statement) return json(404, { error: 'not found', path });
-    res.writeHead(200, { 'content-type': 'text/csv; charset=utf-8', 'content-disposition': `attachment; filename="${statement.id}.csv"` });
-    res.end(csvFor(statement));
+export function createSampleUpstream(statements: readonly SampleStatement[], options: SampleUpstreamOptions = {}): http.Server {
+  const { acquirerHeader = 'x-acquirer-id', perPage = SAMPLE_PAGE_SIZE, now = () => new Date() } = options;
+  const merchants = createMerchantDirectory(options.merchants ?? sampleMerchants(statements.map((s) => s.acquirerId)));
+  const audit = createSampleAuditLog(merchants.merchants);
+  const routes: readonly SampleRoute[] = [
+    ...statementRoutes(statements, perPage),
+    ...merchantUserRoutes(merchants, audit, now),
+    ...paymentControlRoutes(merchants, audit, now),
+    ...audit.routes,
+  ];
+  const header = acquirerHeader.toLowerCase();
+  return http.createServer(function sampleUpstream(req, res) {
+    answer(routes, header, req).then(
+      (reply) => sendReply(res, reply),
+      (err: unknown) => {
+        if (err instanceof SampleRefusal) return sendReply(res, err.reply);
+        // A bug of the sample, not of the gateway in front: said where whoever runs it looks.
+        process.stderr.write(`sample upstream: ${(err as Error)?.stack ?? String(err)}\n`);
+        sendReply(res, { status: 500, json: { message: 'internal error' } });
+      },
+    );
   });
+}
+
+/** The reply to one request: 401 without the acquirer header, then 404 for an unknown path, 405 for a method the path does not take. */
+async function answer(routes: readonly SampleRoute[], header: string, req: http.IncomingMessage): Promise<SampleReply> {
+  const acquirerId = req.headers[header];
+  if (typeof acquirerId !== 'string') return { status: 401, json: { error: 'no acquirer' } };
+  const target = req.url ?? '';
+  const at = target.indexOf('?');
+  const [path, query] = at === -1 ? [target, ''] : [target.slice(0, at), target.slice(at + 1)];
+  const [route, captures] = matchRoute(routes, path);
+  const method = req.method as keyof SampleRoute['methods'];
+  const handler = Object.hasOwn(route.methods, method) ? route.methods[method] : undefined;
+  if (handler === undefined) {
+    req.resume();
+    return { status: 405, json: { message: 'method not allowed' }, headers: { allow: Object.keys(route.methods).join(', ') } };
+  }
+  const request: SampleRequest = { acquirerId, path, query, params: captures.map(decodeSegment), body: await readJsonBody(req) };
+  return handler(request);
+}
+
+function matchRoute(routes: readonly SampleRoute[], path: string): [SampleRoute, string[]] {
+  for (const route of routes) {
+    const match = route.pattern.exec(path);
+    if (match) return [route, match.slice(1)];
+  }
+  throw refuse(404, 'not found');
+}
+
+/** A path parameter as its record knows it; one that does not decode names no record. */
+function decodeSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    throw refuse(404, 'not found');
+  }
 }

@@ -34,38 +34,54 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-/** The printed commands, as [url, authorization header or undefined]. */
-function commands(): [string, string | undefined][] {
-  return output
-    .split('\n')
-    .filter((line) => line.startsWith('curl '))
-    .map((line) => {
-      const url = /(http:\/\/\S+)/.exec(line)![1]!;
-      const auth = /-H 'Authorization: (Bearer \S+)'/.exec(line)?.[1];
-      return [url, auth];
-    });
+/** The printed commands, as lines of shell. */
+function printed(): string[] {
+  return output.split('\n').filter((line) => line.startsWith('curl ') || line.startsWith('NEW_USER='));
 }
 
-it('prints six commands that answer 200, 200, 200, 200, 404, 401', async () => {
-  const cmds = commands();
-  expect(cmds).toHaveLength(6);
-  const results = [];
-  for (const [url, auth] of cmds) {
-    const u = new URL(url);
-    results.push(await request(u.origin, u.pathname, auth ? { authorization: auth } : {}));
-  }
-  expect(results.map((r) => r.status)).toEqual([200, 200, 200, 200, 404, 401]);
-  expect(JSON.parse(results[0]!.body.toString()).eod_statements).toHaveLength(3);
-  expect(results[1]!.headers['content-type']).toBe('text/csv; charset=utf-8');
-  expect(results[1]!.body.toString()).toMatch(/^date,merchant_id/);
-  expect(results[2]!.body.toString()).toBe(results[1]!.body.toString());
-  expect(JSON.parse(results[3]!.body.toString()).permissions).toHaveLength(21);
-  expect(results[4]!.body.toString()).toBe('{"message":"Not found"}');
-  expect(results[5]!.body.toString()).toBe('{"message":"Invalid authentication information"}');
+/** A printed command's URL and Authorization header. */
+function urlAndAuth(line: string): [URL, string | undefined] {
+  return [new URL(/(http:\/\/[^\s']+)/.exec(line)![1]!), /-H 'Authorization: (Bearer \S+)'/.exec(line)?.[1]];
+}
+
+/** Runs the printed commands in one bash, one after the other, as a newcomer pastes them; what each printed. */
+function runInBash(lines: string[]): Promise<string[]> {
+  const separator = '@@@ next command @@@';
+  const script = lines.map((line) => `{ ${line}\n} 2>&1; echo; echo '${separator}'`).join('\n');
+  return new Promise((resolve, reject) => {
+    const bash = spawn('bash', ['-c', script]);
+    let out = '';
+    bash.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    bash.on('error', reject);
+    bash.on('close', () => resolve(out.split(`\n${separator}\n`).slice(0, lines.length)));
+  });
+}
+
+/** Status and body of what `curl -si` printed. */
+function answer(text: string): { status: number; body: string } {
+  const [head, ...body] = text.split('\r\n\r\n');
+  return { status: Number(/^HTTP\/1\.1 (\d{3})/.exec(head!)?.[1]), body: body.join('\r\n\r\n').trim() };
+}
+
+it('prints commands that answer, pasted into bash, as their comments say', async () => {
+  const lines = printed();
+  expect(lines).toHaveLength(10);
+  const results = await runInBash(lines);
+  expect(JSON.parse(results[0]!).eod_statements).toHaveLength(3);
+  expect(results[1]).toMatch(/^date,merchant_id/);
+  expect(results[2]).toBe(results[1]);
+  expect(JSON.parse(results[3]!).permissions).toHaveLength(21);
+  expect(answer(results[4]!)).toEqual({ status: 404, body: '{"message":"Not found"}' });
+  const created = JSON.parse(results[5]!);
+  expect(created).toMatchObject({ merchant_id: 'acq_alpha_m1', name: 'Ada Lovelace', status: 'invited' });
+  expect(answer(results[6]!)).toEqual({ status: 404, body: '{"message":"Not found"}' });
+  expect(answer(results[7]!)).toEqual({ status: 400, body: '{"message":"Bad request"}' });
+  expect(JSON.parse(results[8]!).audit_logs[0]).toMatchObject({ action_name: 'merchant_user.create', subject_id: created.id });
+  expect(answer(results[9]!)).toEqual({ status: 401, body: '{"message":"Invalid authentication information"}' });
 });
 
 it('listens on loopback only (HOST unset): it mints live keys', () => {
-  const base = new URL(commands()[0]![0]);
+  const [base] = urlAndAuth(printed()[0]!);
   expect(base.hostname).toBe('127.0.0.1');
   // The kernel's table of listening TCP sockets (state 0A), local address in hex: 0100007F is 127.0.0.1.
   const port = Number(base.port).toString(16).toUpperCase().padStart(4, '0');
@@ -78,8 +94,7 @@ it('listens on loopback only (HOST unset): it mints live keys', () => {
 });
 
 it("pages the sample statements service's list, as the policy lets a client ask", async () => {
-  const [url, auth] = commands()[0]!;
-  const u = new URL(url);
+  const [u, auth] = urlAndAuth(printed()[0]!);
   const page = async (n: number) => JSON.parse((await request(u.origin, `${u.pathname}?page=${n}`, { authorization: auth! })).body.toString());
   expect((await page(1)).meta).toEqual({ current_page: 1, next_page: null, prev_page: null, total_pages: 1, total_count: 3 });
   const second = await page(2);
@@ -88,8 +103,7 @@ it("pages the sample statements service's list, as the policy lets a client ask"
 });
 
 it('follows edits to its policy file, as serve does, and says so at its own log level', async () => {
-  const [url, auth] = commands()[3]!; // the catalogue
-  const u = new URL(url);
+  const [u, auth] = urlAndAuth(printed()[3]!); // the catalogue
   const catalogue = async () => (await request(u.origin, u.pathname, { authorization: auth! })).status;
   expect(await catalogue()).toBe(200);
   writeFileSync(policyFile, readFileSync(policyFile, 'utf8').replace(/\n  - id: api_keys_permissions[\s\S]*$/, '\n'));
