@@ -4,12 +4,15 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 
 const dist = (path) => import(new URL(`../dist/${path}`, import.meta.url).href);
-const { renderPolicyFields } = await dist('policy/policy-doc.js');
+const { renderPolicyFields, renderShippedRoutes } = await dist('policy/policy-doc.js');
+const { loadPolicyOrThrow } = await dist('policy/load.js');
 const { renderLogEvents } = await dist('observability/logger/log-events.js');
 const { renderConfigurationDoc, replaceGenerated } = await dist('config/configuration-doc.js');
 
 const doc = (name) => new URL(`../docs/${name}`, import.meta.url);
 writeFileSync(doc('configuration.md'), renderConfigurationDoc());
-writeFileSync(doc('policy.md'), replaceGenerated(readFileSync(doc('policy.md'), 'utf8'), 'policy-fields', renderPolicyFields()));
+const shipped = (await loadPolicyOrThrow(new URL('../policies/acquirer-api.yaml', import.meta.url).pathname)).policy;
+const policyPage = replaceGenerated(readFileSync(doc('policy.md'), 'utf8'), 'policy-fields', renderPolicyFields());
+writeFileSync(doc('policy.md'), replaceGenerated(policyPage, 'shipped-routes', renderShippedRoutes(shipped)));
 writeFileSync(doc('operations.md'), replaceGenerated(readFileSync(doc('operations.md'), 'utf8'), 'log-events', renderLogEvents()));
-process.stdout.write('docs: configuration.md, policy.md (policy-fields), operations.md (log-events)\n');
+process.stdout.write('docs: configuration.md, policy.md (policy-fields, shipped-routes), operations.md (log-events)\n');

@@ -4,7 +4,8 @@ import path from 'node:path';
 import { renderConfigurationDoc } from '../../src/config/configuration-doc.js';
 import { renderLogEvents } from '../../src/observability/logger/log-events.js';
 import { createMetrics, createPrimaryMetrics } from '../../src/observability/metrics/metrics.js';
-import { renderPolicyFields } from '../../src/policy/policy-doc.js';
+import { shippedPolicy } from '../helpers/policy.js';
+import { renderPolicyFields, renderShippedRoutes } from '../../src/policy/policy-doc.js';
 
 /**
  * The README and docs/ stay true to the code: what follows from it is generated (`npm run docs`)
@@ -29,6 +30,10 @@ describe('the generated reference (npm run docs writes it: run it when a test he
 
   it("docs/policy.md's field reference is the policy schema", () => {
     expect(generated('docs/policy.md', 'policy-fields')).toBe(renderPolicyFields());
+  });
+
+  it("docs/policy.md's table of the shipped routes is the shipped policy", async () => {
+    expect(generated('docs/policy.md', 'shipped-routes')).toBe(renderShippedRoutes(await shippedPolicy()));
   });
 
   it("docs/operations.md's list of log events is the catalogue", () => {
