@@ -1,5 +1,5 @@
-// The upstream for the benchmark, in its own process: plain node:http serving the JSON list and a CSV
-// statement of a chosen size (argv[2], bytes). The CSV is deterministic, so every proxy's copy can be
+// The upstream for the benchmark, in its own process: plain node:http serving the JSON list, a CSV
+// statement of a chosen size (argv[2], bytes), and a 201 to any POST. The CSV is deterministic, so every proxy's copy can be
 // compared with the upstream's by hash, and each 1 MiB block is numbered, so a lost, repeated or
 // reordered block changes the hash.
 import http from 'node:http';
@@ -31,7 +31,19 @@ function streamCsv(res) {
   pump();
 }
 
+/** A write: the body read to its end, then a small 201, as a create answers. */
+function created(req, res) {
+  let bytes = 0;
+  req.on('data', (chunk) => (bytes += chunk.length));
+  req.on('end', () => {
+    const body = JSON.stringify({ id: '00000000-0000-4000-8000-0000000000aa', received_bytes: bytes });
+    res.writeHead(201, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+    res.end(body);
+  });
+}
+
 const server = http.createServer((req, res) => {
+  if (req.method === 'POST') return created(req, res);
   if (req.url.endsWith('.csv')) return streamCsv(res);
   res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(LIST_BODY) });
   res.end(LIST_BODY);

@@ -4,8 +4,10 @@
 // interleaved (A B C, C B A, …); medians of the absolute numbers follow for the record.
 // Settings: see bench/README.md.
 import { createHash } from 'node:crypto';
+import { rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
+import path from 'node:path';
 import { drive, loadGenerator } from './lib/load.mjs';
 import { cpuSeconds, gatewayCli, get, peakRssDuring, rss, startGateway, startNginx, startRedis, startScript, stopAll } from './lib/services.mjs';
 
@@ -18,6 +20,7 @@ const FLOOD_REQUESTS = Number(env.BENCH_FLOOD_REQUESTS ?? 10_000);
 const SOAK_REQUESTS = Number(env.BENCH_SOAK_REQUESTS ?? 1_000_000);
 const SOAK_CHUNK_S = Number(env.BENCH_SOAK_CHUNK_S ?? 10);
 const SOAK_CONNECTIONS = Number(env.BENCH_SOAK_CONNECTIONS ?? 10);
+const WRITE_SOAK_REQUESTS = Number(env.BENCH_WRITE_SOAK_REQUESTS ?? 200_000);
 const KEY_CACHE_TTL_MS = 60_000; // the gateway's default, which this run keeps
 /**
  * prom-client's event-loop figures come from Node's monitorEventLoopDelay, which records the time
@@ -26,10 +29,20 @@ const KEY_CACHE_TTL_MS = 60_000; // the gateway's default, which this run keeps
 const LOOP_SAMPLING_MS = 10;
 const delayOf = (metrics) => Math.max(0, metrics.acquirer_gateway_nodejs_eventloop_lag_p99_seconds * 1000 - LOOP_SAMPLING_MS);
 const loopDelayP99 = async (gw) => delayOf(await gw.metrics());
-const SCENARIOS = new Set((env.BENCH_SCENARIOS ?? 'list,burst,csv,flood,disable,soak,cores').split(','));
+const SCENARIOS = new Set((env.BENCH_SCENARIOS ?? 'list,write,burst,csv,flood,disable,soak,cores').split(','));
 const LIST = '/v1/acquirer/eod_statements';
 const CSV = '/v1/acquirer/eod_statements/00000000-0000-4000-8000-000000000001.csv';
 const MiB = 1024 * 1024;
+/** A merchant user create, with a body of 1 KiB of JSON (a description makes up the size). */
+const WRITE = '/v1/acquirer/merchants/m_bench/users';
+const WRITE_BODY_FILE = path.join(os.tmpdir(), `acquirer-gateway-bench-${process.pid}.json`);
+const writeBody = (bytes) => {
+  const body = { name: 'Ada Lovelace', email: 'ada@example.com', permissions: ['orders_read', '3ds_read'], description: '' };
+  body.description = 'x'.repeat(bytes - Buffer.byteLength(JSON.stringify(body)));
+  return JSON.stringify(body);
+};
+writeFileSync(WRITE_BODY_FILE, writeBody(1024));
+const WRITE_OPTIONS = { method: 'POST', bodyFile: WRITE_BODY_FILE };
 
 const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -72,7 +85,7 @@ const floor = await startScript('floor.mjs', origin.url);
 const floorB = await startScript('floor.mjs', origin.url);
 const redis = await startRedis();
 const gwEnv = { REDIS_URL: redis.url, REDIS_KEY_PREFIX: 'bench:', UPSTREAM_URL: origin.url };
-const benchKey = await gatewayCli(gwEnv, 'keys', 'create', '--acquirer', 'acq_bench', '--permissions', 'eod_list,eod_read');
+const benchKey = await gatewayCli(gwEnv, 'keys', 'create', '--acquirer', 'acq_bench', '--permissions', 'eod_list,eod_read,merchant_users_create');
 const auth = { authorization: `Bearer ${benchKey.key}` };
 const gateway = await startGateway(gwEnv);
 const nginx = await startNginx(origin.port, benchKey.key);
@@ -144,6 +157,32 @@ if (SCENARIOS.has('list')) {
     row(scenario, 'event-loop delay p99', `${median(samples.gateway.map((s) => s.loopDelayP99)).toFixed(2)} ms`, '', connections === 50 ? 'at saturation: each turn of the loop carries a batch of requests' : '');
     row(scenario, 'load generator', loadGenerator, '', loadCpuNote(samples));
   }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// A write: a POST of 1 KiB of JSON to a route that takes a body, at 50 connections, against the same
+// POST through the floor (which streams the body on unread); then a soak of such writes for memory.
+if (SCENARIOS.has('write')) {
+  const headers = { ...auth, 'content-type': 'application/json' };
+  const writeTargets = {
+    floor: { url: `${floor.url}${WRITE}`, headers, pid: floor.child.pid },
+    'floor B': { url: `${floorB.url}${WRITE}`, headers, pid: floorB.child.pid },
+    gateway: { url: `${gateway.url}${WRITE}`, headers, pid: gateway.child.pid },
+  };
+  log(`write: warm-up, ${WARMUP_S} s per target`);
+  for (const target of Object.values(writeTargets)) await drive({ ...target, ...WRITE_OPTIONS, connections: 50, durationS: WARMUP_S });
+  const samples = await interleaved(writeTargets, async (target, name) => {
+    const r = await driveMeasuringCpu(target, { ...WRITE_OPTIONS, connections: 50, durationS: DURATION_S });
+    if (r.failures > 0) throw new Error(`write ${name}: ${r.failures} failed requests`);
+    return r;
+  });
+  const rps = med(samples, 'rps');
+  const cpuUs = med(samples, 'cpuUs');
+  const ratio = rps.gateway / rps.floor;
+  const scenario = 'POST of 1 KiB JSON, 50 conn';
+  row(scenario, 'requests/s', rps.gateway.toFixed(0), refs(rps, ''), `${ratio.toFixed(2)}× floor (floor B ${(rps['floor B'] / rps.floor).toFixed(2)}× floor)`, '≥ 0.9× floor', ratio >= 0.9);
+  row(scenario, 'CPU per request (its own processes)', `${cpuUs.gateway.toFixed(0)} µs`, refs(cpuUs, ' µs'), `${(cpuUs.gateway / cpuUs.floor).toFixed(2)}× floor`);
+  await soak('write soak', WRITE_SOAK_REQUESTS, { url: `${gateway.url}${WRITE}`, headers, ...WRITE_OPTIONS });
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -317,16 +356,17 @@ if (SCENARIOS.has('disable')) {
 // The soak: one million requests in chunks, RSS and event-loop delay at start and end. A steady load
 // (10 connections), not saturation: at 50 connections every turn of the event loop carries a batch
 // of requests, and the delay is that batch's time (reported with the JSON list above).
-if (SCENARIOS.has('soak')) {
-  log(`soak: ${SOAK_REQUESTS} requests`);
+/** `requests` requests of `request` (drive's url, headers, method, bodyFile) in chunks, with the rows they give. */
+async function soak(label, requests, request) {
+  log(`${label}: ${requests} requests`);
   const pid = gateway.child.pid;
   const rssBefore = rss(pid);
   await loopDelayP99(gateway); // the scrape resets the event-loop delay histogram
   const chunks = [];
   let total = 0;
-  while (total < SOAK_REQUESTS) {
-    const r = await drive({ url: `${gateway.url}${LIST}`, headers: auth, connections: SOAK_CONNECTIONS, durationS: Math.min(SOAK_CHUNK_S, Math.max(1, Math.ceil((SOAK_REQUESTS - total) / 4000))) });
-    if (r.failures > 0) throw new Error(`soak: ${r.failures} failed requests`);
+  while (total < requests) {
+    const r = await drive({ ...request, connections: SOAK_CONNECTIONS, durationS: Math.min(SOAK_CHUNK_S, Math.max(1, Math.ceil((requests - total) / 4000))) });
+    if (r.failures > 0) throw new Error(`${label}: ${r.failures} failed requests`);
     total += r.requests;
     const metrics = await gateway.metrics();
     chunks.push({ requests: total, rss: rss(pid), heapUsed: metrics.acquirer_gateway_nodejs_heap_size_used_bytes, delayP99: delayOf(metrics), rps: r.rps });
@@ -344,12 +384,13 @@ if (SCENARIOS.has('soak')) {
   const heapStart = Math.min(...chunks.slice(0, fifth).map((c) => c.heapUsed));
   const heapEnd = Math.min(...chunks.slice(-fifth).map((c) => c.heapUsed));
   const mib = (b) => `${(b / MiB).toFixed(1)} MiB`;
-  const scenario = `soak, ${total} requests, ${SOAK_CONNECTIONS} conn`;
+  const scenario = `${label}, ${total} requests, ${SOAK_CONNECTIONS} conn`;
   row(scenario, 'RSS, lowest of the first and of the last fifth of the run', `${mib(startFloor)} → ${mib(endFloor)}`, `idle before ${mib(rssBefore)}; highest ${mib(Math.max(...chunks.map((c) => c.rss)))}`, `${growth >= 0 ? '+' : ''}${mib(growth)} over ${chunks.length} chunks`, '< 20 MiB growth', growth < 20 * MiB);
   row(scenario, 'V8 heap used, lowest of the first and of the last fifth', `${mib(heapStart)} → ${mib(heapEnd)}`, '', 'what the gateway holds; RSS also counts heap V8 has reserved and not yet given back');
   const worst = Math.max(...chunks.map((c) => c.delayP99));
   row(scenario, 'event-loop delay p99', `${chunks[0].delayP99.toFixed(2)} → ${chunks.at(-1).delayP99.toFixed(2)} ms`, '', `first and last chunk; worst chunk ${worst.toFixed(2)} ms; ${median(chunks.map((c) => c.rps)).toFixed(0)} requests/s`, '< 10 ms', worst < 10);
 }
+if (SCENARIOS.has('soak')) await soak('soak', SOAK_REQUESTS, { url: `${gateway.url}${LIST}`, headers: auth });
 
 // ---------------------------------------------------------------------------------------------------
 // Every core: the gateway with WORKERS=2 against WORKERS=1 (the gateway above), 50 connections.
@@ -379,6 +420,7 @@ if (SCENARIOS.has('cores')) {
 
 await gateway.stop();
 stopAll();
+rmSync(WRITE_BODY_FILE, { force: true });
 
 const verdict = (met) => (met === null ? '' : met ? 'met' : '**not met**');
 const table = [

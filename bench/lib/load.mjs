@@ -19,10 +19,10 @@ const bashSeconds = (s) => {
   return m ? Number(m[1]) * 60 + Number(m[2]) : NaN;
 };
 
-function runUnderBash(command, args) {
+function runUnderBash(command, args, env = {}) {
   const quoted = [command, ...args].map((a) => `'${String(a).replaceAll("'", `'\\''`)}'`).join(' ');
   return new Promise((resolve, reject) => {
-    const child = spawn('bash', ['-c', `${quoted}; rc=$?; times; exit $rc`], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('bash', ['-c', `${quoted}; rc=$?; times; exit $rc`], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
     let out = '';
     let err = '';
     child.stdout.on('data', (d) => (out += d));
@@ -39,17 +39,18 @@ function runUnderBash(command, args) {
 }
 
 /**
- * Drives `connections` keep-alive connections at `url` for `durationS` seconds.
+ * Drives `connections` keep-alive connections at `url` for `durationS` seconds, each request a GET,
+ * or `method` with the bytes of `bodyFile` as its body.
  * Returns requests, rps, p50/p99 in ms, failures (non-2xx and socket errors) and the generator's CPU
  * as a share of one core.
  */
-export async function drive({ url, headers = {}, connections, durationS }) {
+export async function drive({ url, headers = {}, connections, durationS, method, bodyFile }) {
   const started = process.hrtime.bigint();
   let result;
   if (loadGenerator === 'wrk') {
     const args = ['-t1', `-c${connections}`, `-d${durationS}s`, '--timeout', '10s', '-s', REPORT_LUA];
     for (const [k, v] of Object.entries(headers)) args.push('-H', `${k}: ${v}`);
-    const { output, cpuSeconds } = await runUnderBash('wrk', [...args, url]);
+    const { output, cpuSeconds } = await runUnderBash('wrk', [...args, url], method === undefined ? {} : { BENCH_WRK_METHOD: method, BENCH_WRK_BODY_FILE: bodyFile });
     const s = JSON.parse(output.split('\n').find((l) => l.startsWith('{')));
     result = {
       requests: s.requests,
@@ -60,7 +61,7 @@ export async function drive({ url, headers = {}, connections, durationS }) {
       cpuSeconds,
     };
   } else {
-    const args = ['--json', '-c', connections, '-d', durationS];
+    const args = ['--json', '-c', connections, '-d', durationS, ...(method === undefined ? [] : ['-m', method, '-i', bodyFile])];
     for (const [k, v] of Object.entries(headers)) args.push('-H', `${k}=${v}`);
     const { output, cpuSeconds } = await runUnderBash(process.execPath, [AUTOCANNON, ...args, url]);
     const s = JSON.parse(output);
