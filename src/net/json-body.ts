@@ -4,7 +4,9 @@
  * value: the gateway forwards the original bytes, so all it needs is yes, or what is wrong and where.
  */
 
-export type JsonBodyProblem = 'invalid_utf8' | 'byte_order_mark' | 'syntax' | 'too_deep' | 'duplicate_name' | 'tenant_field';
+import { hexUnit, numberEnd, skipSpace, utf8End } from './json-lexemes.js';
+
+export type JsonBodyProblem = 'invalid_utf8' | 'lone_surrogate' | 'byte_order_mark' | 'syntax' | 'too_deep' | 'duplicate_name' | 'tenant_field';
 
 export interface JsonBodyRules {
   /** Arrays and objects nested deeper than this are refused (the body itself at depth 1). */
@@ -30,9 +32,6 @@ STRING_BYTE[QUOTE] = STRING_BYTE[BACKSLASH] = 1;
 const ESCAPE = new Uint8Array(256);
 for (const c of '"\\/bfnrt') ESCAPE[c.charCodeAt(0)] = 1;
 ESCAPE[0x75] = 2;
-
-const HEX = new Uint8Array(256);
-for (const c of '0123456789abcdefABCDEF') HEX[c.charCodeAt(0)] = 1;
 
 const LITERALS: ReadonlyMap<number, Uint8Array> = new Map(['true', 'false', 'null'].map((word) => [word.charCodeAt(0), Buffer.from(word)]));
 
@@ -213,8 +212,21 @@ class BodyScan {
       if (c === BACKSLASH) {
         const kind = i + 1 < n ? ESCAPE[b[i + 1]!]! : 0;
         if (kind === 0) return this.fail('syntax', i);
-        if (kind === 2 && !(i + 5 < n && HEX[b[i + 2]!] && HEX[b[i + 3]!] && HEX[b[i + 4]!] && HEX[b[i + 5]!])) return this.fail('syntax', i);
-        i += kind === 1 ? 2 : 6;
+        if (kind === 1) {
+          i += 2;
+          continue;
+        }
+        const unit = hexUnit(b, i);
+        if (unit < 0) return this.fail('syntax', i);
+        // A surrogate escape stands for a character only as a high one then a low one: a lone one is no
+        // text at all, and decoders differ on it (Ruby's json merges a high one with whatever follows).
+        if (unit >= 0xdc00 && unit <= 0xdfff) return this.fail('lone_surrogate', i);
+        if (unit >= 0xd800 && unit <= 0xdbff) {
+          const low = hexUnit(b, i + 6);
+          if (low < 0xdc00 || low > 0xdfff) return this.fail('lone_surrogate', i);
+          i += 6;
+        }
+        i += 6;
       } else if (c < 0x20) {
         return this.fail('syntax', i);
       } else {
@@ -236,11 +248,6 @@ class BodyScan {
   private refusal(): JsonBodyRefusal {
     return { problem: this.problem, offset: this.offset };
   }
-}
-
-function skipSpace(b: Uint8Array, i: number, n: number): number {
-  while (i < n && (b[i] === 0x20 || b[i] === 0x0a || b[i] === 0x0d || b[i] === 0x09)) i++;
-  return i;
 }
 
 function addName(names: Set<string>, name: string): JsonBodyProblem | null {
@@ -271,37 +278,3 @@ function isAsciiLowerCase(b: Uint8Array, start: number, end: number, word: strin
   return true;
 }
 
-const isDigit = (b: Uint8Array, i: number): boolean => i < b.length && b[i]! >= 0x30 && b[i]! <= 0x39;
-
-/** The index just past the number at `i`, or the complement (`~`) of where it goes wrong. Any length is fine: the upstream reads it. */
-function numberEnd(b: Uint8Array, i: number): number {
-  if (b[i] === MINUS) i++;
-  if (!isDigit(b, i)) return ~i;
-  // A leading zero stands alone; what follows it is judged by the caller (`01` ends at `1`, a syntax error there).
-  if (b[i++] !== 0x30) while (isDigit(b, i)) i++;
-  if (i < b.length && b[i] === 0x2e) {
-    if (!isDigit(b, ++i)) return ~i;
-    while (isDigit(b, i)) i++;
-  }
-  if (i < b.length && (b[i] === 0x65 || b[i] === 0x45)) {
-    i++;
-    if (i < b.length && (b[i] === 0x2b || b[i] === MINUS)) i++;
-    if (!isDigit(b, i)) return ~i;
-    while (isDigit(b, i)) i++;
-  }
-  return i;
-}
-
-/** The index just past the well-formed UTF-8 sequence at `i` (Unicode Table 3-7), or -1: overlong, surrogate, above U+10FFFF or cut short. */
-function utf8End(b: Uint8Array, i: number): number {
-  const lead = b[i]!;
-  if (lead < 0xc2 || lead > 0xf4) return -1;
-  const length = lead < 0xe0 ? 2 : lead < 0xf0 ? 3 : 4;
-  if (i + length > b.length) return -1;
-  // Only the second byte's range depends on the lead; the rest are any continuation byte.
-  const low = lead === 0xe0 ? 0xa0 : lead === 0xf0 ? 0x90 : 0x80;
-  const high = lead === 0xed ? 0x9f : lead === 0xf4 ? 0x8f : 0xbf;
-  if (b[i + 1]! < low || b[i + 1]! > high) return -1;
-  for (let k = 2; k < length; k++) if ((b[i + k]! & 0xc0) !== 0x80) return -1;
-  return i + length;
-}
