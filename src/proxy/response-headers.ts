@@ -122,6 +122,22 @@ function clientLocation(location: string, upstreamOrigin: string): string {
 }
 const ABSOLUTE_OR_SCHEME_RELATIVE = /^(?:[A-Za-z][A-Za-z0-9+.-]*:)?[/\\]{2}/;
 
+/**
+ * A 201's Location: the created resource is the upstream's own, so the URL is resolved as a client
+ * would resolve it (tabs and newlines dropped, `\\` a slash, another scheme's `https:host`) and kept
+ * only on the upstream's origin, made relative; anywhere else it is dropped.
+ */
+function createdLocation(location: string, upstreamOrigin: string): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(location, upstreamOrigin);
+  } catch {
+    return undefined;
+  }
+  if (url.origin !== upstreamOrigin || url.pathname.startsWith('//')) return undefined;
+  return url.pathname + url.search + url.hash;
+}
+
 /** `Refresh: 5; url=…` (HTML's pragma, honoured as a header by browsers), its URL made as clientLocation makes it. */
 function clientRefresh(refresh: string, upstreamOrigin: string): string {
   const parts = /^(\s*[0-9.]+\s*[;,]\s*(?:url\s*=\s*)?['"]?)([^'"\s]*)(.*)$/is.exec(refresh);
@@ -182,10 +198,9 @@ export function buildClientHeaders(
     if (withoutBody && DROPPED_BODY_HEADERS.has(name)) continue;
     const value = upstream[name];
     if (typeof value !== 'string') continue; // only Set-Cookie comes as a list, and it is not passed
-    const rewrite = URL_HEADERS.get(name);
+    const rewrite = status === 201 && name === 'location' ? createdLocation : URL_HEADERS.get(name);
     let passed = rewrite === undefined ? value : rewrite(value, address.origin);
-    // A created resource is the upstream's own: a Location elsewhere is nothing a client should follow.
-    if (status === 201 && name === 'location' && ABSOLUTE_OR_SCHEME_RELATIVE.test(passed)) continue;
+    if (passed === undefined) continue;
     if (name === 'cache-control') passed = privateCacheControl(passed);
     else if (name === 'vary') passed = clientVary(`${passed}\n${acquirerHeader}`);
     // Nor does the upstream hand a key on to the client (echoed from a query, say). A random part

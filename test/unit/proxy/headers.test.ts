@@ -254,6 +254,22 @@ describe('buildClientHeaders', () => {
     expect(buildClientHeaders(302, { location }, 'req-1', ORIGIN, ACQ).location).toBe(expected);
   });
 
+  // A created resource is the upstream's own: kept only on its origin, made relative, as a client would resolve it.
+  it.each([
+    ['http://10.0.0.5:8080/v1/users/1', '/v1/users/1'],
+    ['/v1/users/1?x=1#f', '/v1/users/1?x=1#f'],
+    ['users/1', '/users/1'],
+    ['https://storage.example/users/1', undefined],
+    ['//evil.example/users/1', undefined],
+    ['/\t/evil.example/users/1', undefined],
+    ['/\\evil.example/users/1', undefined],
+    ['https:evil.example/users/1', undefined],
+    ['javascript:alert(1)', undefined],
+    ['http://[not a host/', undefined],
+  ])('a 201 Location %j → %j', (location, expected) => {
+    expect(buildClientHeaders(201, { location }, 'req-1', ORIGIN, ACQ).location).toBe(expected);
+  });
+
   it('makes the upstream\'s URLs relative in Content-Location, Refresh and Link too, on any status', () => {
     const headers = buildClientHeaders(200, {
       'content-location': 'http://10.0.0.5:8080/v1/a?page=2',
