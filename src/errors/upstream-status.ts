@@ -23,3 +23,6 @@ const GATEWAY_OWN: ReadonlySet<number> = new Set([408, 429]);
 
 /** The one error status an upstream's answer is never given, and never passed on as: see mapUpstreamStatus. */
 export const NEVER_PASSED_ON = 401;
+
+/** Upstream statuses whose JSON body reaches the client (proxy/error-body.ts), unless the policy's map lists them. */
+export const EXPLAINED_STATUSES: ReadonlySet<number> = new Set([400, 422]);

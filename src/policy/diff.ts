@@ -1,6 +1,14 @@
-import { mapUpstreamStatus } from '../errors/upstream-status.js';
+import { EXPLAINED_STATUSES, mapUpstreamStatus } from '../errors/upstream-status.js';
 import type { BodyRule, CompiledPolicy, CompiledRoute } from './compile.js';
 import { valueTakesAllOf } from './value-types.js';
+
+const EXPLAINED = 'with its own JSON body';
+
+/** What an upstream status is answered with under a policy, as a reviewer reads it. */
+function answerTo(status: number, policy: CompiledPolicy): string {
+  if (EXPLAINED_STATUSES.has(status) && !policy.upstreamStatusMap.has(status)) return EXPLAINED;
+  return String(mapUpstreamStatus(status, policy.upstreamStatusMap));
+}
 
 /** One route as a reviewer names it: what a client would call. */
 function routeKey(route: CompiledRoute): string {
@@ -97,9 +105,11 @@ export function diffPolicies(oldPolicy: CompiledPolicy, newPolicy: CompiledPolic
   // (a 401 listed as the 502 it always is, a status mapped to itself) is no change.
   const statuses = [...new Set([...oldPolicy.upstreamStatusMap.keys(), ...newPolicy.upstreamStatusMap.keys()])].sort();
   for (const status of statuses) {
-    const before = mapUpstreamStatus(status, oldPolicy.upstreamStatusMap);
-    const after = mapUpstreamStatus(status, newPolicy.upstreamStatusMap);
-    if (before !== after) upstream.push(`- an upstream ${status} is answered ${after} (was ${before})`);
+    const before = answerTo(status, oldPolicy);
+    const after = answerTo(status, newPolicy);
+    if (before === after) continue;
+    const line = `an upstream ${status} is answered ${after} (was ${before})`;
+    upstream.push(after === EXPLAINED ? `- **${line}: loosens what reaches clients**` : `- ${line}`);
   }
   section('Upstream', upstream);
 

@@ -10,9 +10,6 @@ import { sendError } from '../errors/error-response.js';
 import { checkJsonBody, DEFAULT_MAX_DEPTH } from '../net/json-body.js';
 import { utf8MediaType } from '../net/media-type.js';
 
-/** Upstream statuses whose JSON body reaches the client, unless the policy's map names them. */
-export const EXPLAINED_STATUSES: ReadonlySet<number> = new Set([400, 422]);
-
 /** An explanation longer than this is not read to the end: the gateway's own body goes instead. */
 export const MAX_EXPLANATION_BYTES = 64 * 1024;
 

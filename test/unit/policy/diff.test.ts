@@ -78,6 +78,17 @@ routes:
     expect(markdown).toContain(`- \`POST /v1/things\`: ${note}`);
   });
 
+  it("flags an upstream 422 left to pass with its own JSON body as loosening", () => {
+    const mapped = (map: string) => {
+      const result = parsePolicy(`version: 1\nacquirer_header: X-Tenant\nupstream_status_map: ${map}\npermissions:\n  - { name: things_read, description: Read things }\nroutes:\n  - { id: things, method: GET, path: /v1/things, permissions: [things_read] }\n`, 'p.yaml');
+      if (!result.ok) throw new Error(result.errors.map((e) => e.message).join('\n'));
+      return result.policy;
+    };
+    const markdown = diffPolicies(mapped('{ 403: 404, 404: 404, 422: 502 }'), mapped('{ 403: 404, 404: 404 }'), 'a', 'b');
+    expect(markdown).toContain('- **an upstream 422 is answered with its own JSON body (was 502): loosens what reaches clients**');
+    expect(diffPolicies(mapped('{ 403: 404, 404: 404 }'), mapped('{ 403: 404, 404: 404, 422: 502 }'), 'a', 'b')).toContain('- an upstream 422 is answered 502 (was with its own JSON body)');
+  });
+
   it('flags a removed tenant field as loosening, an added one as tightening', () => {
     const markdown = diffPolicies(policyOf('[acquirer_id, acquirer]', JSON_4K, '{}'), policyOf('[acquirer_id, tenant]', JSON_4K, '{}'), 'a', 'b');
     expect(markdown).toContain('### Tenant fields\n\n- **removed tenant field `acquirer`: a body may now name the tenant so, loosens access**\n- added tenant field `tenant` (tightens)');
