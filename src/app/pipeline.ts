@@ -1,10 +1,12 @@
 import type { RequestHandler } from 'express';
 import type { KeyResolver } from '../keys/key-resolver.js';
 import type { IpAllowlist } from '../net/ip-allowlist.js';
+import { createAcquirerShare } from '../plugins/acquirer-share/index.js';
 import { createApiKeyAuth } from '../plugins/api-key-auth/index.js';
 import { createDispatch } from '../plugins/dispatch/index.js';
 import { createIpWhitelist } from '../plugins/ip-whitelist/index.js';
 import { createPermissions } from '../plugins/permissions/index.js';
+import { createRequestBody } from '../plugins/request-body/index.js';
 import { createRequestGuard } from '../plugins/request-guard/index.js';
 import { createRequestShape } from '../plugins/request-shape/index.js';
 import { createRouteMatch } from '../plugins/route-match/index.js';
@@ -13,14 +15,15 @@ export interface PipelineDeps {
   readonly resolver: KeyResolver;
   readonly trustedProxies: IpAllowlist | null;
   readonly proxy: RequestHandler;
-  /** ACQUIRER_MAX_IN_FLIGHT (createDispatch's default when absent). */
+  /** ACQUIRER_MAX_IN_FLIGHT (createAcquirerShare's default when absent). */
   readonly acquirerMaxInFlight?: number | undefined;
 }
 
 /**
  * The one ordered list of steps every request goes through. The order is the API's contract
- * (authenticate, client address, route, permission, the route's query and body, serve or proxy),
- * after a guard against ambiguous framing; a unit test pins it.
+ * (authenticate, client address, route, permission, what the route takes as far as the head shows,
+ * the acquirer's share, the body, serve or proxy), after a guard against ambiguous framing; a unit
+ * test pins it.
  */
 export function createPipeline(deps: PipelineDeps): RequestHandler[] {
   return [
@@ -30,6 +33,8 @@ export function createPipeline(deps: PipelineDeps): RequestHandler[] {
     createRouteMatch(),
     createPermissions(),
     createRequestShape(),
+    createAcquirerShare(deps),
+    createRequestBody(),
     createDispatch(deps),
   ].map(failClosed);
 }

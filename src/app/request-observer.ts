@@ -58,31 +58,29 @@ export function createRequestObserver({ policy, metrics, logger, trustedProxies 
       if (locals.upstreamStatus !== undefined) {
         metrics.upstreamStatusMapped.inc({ route, upstream_status: String(locals.upstreamStatus), status: String(status) });
       }
+      const client = locals.clientAddress !== undefined ? locals.clientAddress : clientText(requestClient(peer, req.headers, trustedProxies));
+      const path = loggedPath(req.url);
+      const routeId = locals.route?.id ?? null;
+      const keyId = locals.key?.id ?? null;
+      const acquirerId = locals.key?.acquirerId ?? null;
       writeAccessLine(
         logger,
         locals.requestId,
         req.method,
-        loggedPath(req.url),
-        locals.route?.id ?? null,
+        path,
+        routeId,
         status,
         decisionOf(definition, locals.upstreamStatus, res.writableFinished),
         code ?? null,
-        locals.key?.acquirerId ?? null,
-        locals.key?.id ?? null,
-        locals.clientAddress !== undefined ? locals.clientAddress : clientText(requestClient(peer, req.headers, trustedProxies)),
+        acquirerId,
+        keyId,
+        client,
         Math.round(seconds * 1e6) / 1e3,
         locals.upstreamMs === undefined ? null : Math.round(locals.upstreamMs * 1e3) / 1e3,
         locals.upstreamStatus ?? null,
         res.writableFinished,
       );
-      writeAuditLine(logger, req.method, {
-        requestId: locals.requestId,
-        keyId: locals.key?.id ?? null,
-        acquirerId: locals.key?.acquirerId ?? null,
-        route: locals.route?.id ?? null,
-        status,
-        bodyBytes: locals.body?.length ?? null,
-      });
+      writeAuditLine(logger, { requestId: locals.requestId, method: req.method, path, route: routeId, status, keyId, acquirerId, client, bodyBytes: locals.body?.length ?? null });
     });
     next();
   };

@@ -145,9 +145,9 @@ export const CONFIG_FIELDS = {
   acquirerMaxInFlight: field({
     env: 'ACQUIRER_MAX_IN_FLIGHT',
     default: 'half',
-    summary: "one acquirer's requests upstream at once (then 429)",
+    summary: "one acquirer's requests under way at once (then 429)",
     description:
-      'Requests of one acquirer (all its keys) being proxied at once, at most, in each process (with `WORKERS`, each worker). `half`: half of `UPSTREAM_MAX_SOCKETS`, rounded up (128 with the defaults); a count may not be more than `UPSTREAM_MAX_SOCKETS`. One more is answered 429 `{"message":"Too many requests"}` with `Retry-After: 1`, before the upstream is asked. A download a client reads slowly, or not at all, holds a pooled upstream connection until the stall watch cuts it: a share of the pool keeps one acquirer\'s clients from holding all of it, and making every other acquirer\'s requests wait and time out. The share is given back when the client\'s response ends; an error answer whose upstream body is still being read and thrown away (at most 64 KiB or 1 s) holds its connection a little longer.',
+      'Requests of one acquirer (all its keys) under way at once, at most, in each process (with `WORKERS`, each worker): from the reading of a request body to the end of the answer. `half`: half of `UPSTREAM_MAX_SOCKETS`, rounded up (128 with the defaults); a count may not be more than `UPSTREAM_MAX_SOCKETS`. One more is answered 429 `{"message":"Too many requests"}` with `Retry-After: 1`, before its body is read and before the upstream is asked. A download a client reads slowly, or not at all, holds a pooled upstream connection until the stall watch cuts it, and a body sent slowly holds memory: a share keeps one acquirer\'s clients from holding all of the pool, or memory for a body on every connection, and making every other acquirer\'s requests wait and time out. The share is given back when the client\'s response ends; an error answer whose upstream body is still being read and thrown away (at most 64 KiB or 1 s) holds its connection a little longer.',
     schema: shareOfPool,
   }),
   redisCommandTimeoutMs: field({

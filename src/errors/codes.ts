@@ -125,7 +125,7 @@ export const ERROR_CODES = {
   MALFORMED_BODY: {
     status: 400,
     reason: 'malformed_body',
-    description: 'The body is not one well-formed JSON value in UTF-8: a byte-order mark, nesting deeper than 32, or an object with a name twice.',
+    description: 'The body is not one well-formed JSON value in UTF-8: a byte-order mark, nesting deeper than 32, half a surrogate pair, or an object with a name twice.',
   },
   TENANT_FIELD: {
     status: 400,
@@ -145,7 +145,7 @@ export const ERROR_CODES = {
   ACQUIRER_BUSY: {
     status: 429,
     reason: 'too_many_in_flight',
-    description: 'The acquirer already has ACQUIRER_MAX_IN_FLIGHT requests being proxied by this process; sent with Retry-After: 1.',
+    description: 'The acquirer already has ACQUIRER_MAX_IN_FLIGHT requests under way in this process (a body being read, or proxied); sent with Retry-After: 1.',
   },
   KEY_STORE_UNAVAILABLE: {
     status: 503,

@@ -7,10 +7,10 @@ import type { Logger } from '../observability/logger/logger.js';
 import { peerText } from '../net/client-address.js';
 import { declaresBody } from '../net/request-body.js';
 import { countRequest } from '../observability/metrics/count-request.js';
-import { bodyTimedOut } from '../plugins/request-shape/body.js';
+import { bodyTimedOut } from '../plugins/request-body/read-body.js';
 import { UNMATCHED_ROUTE } from '../observability/metrics/labels.js';
 import type { GatewayMetrics } from '../observability/metrics/metrics.js';
-import { loggedPath, writeAccessLine } from '../observability/access-line.js';
+import { loggedPath, writeAccessLine, writeAuditLine } from '../observability/access-line.js';
 
 type RequestHandler = (req: http.IncomingMessage, res: http.ServerResponse) => void;
 
@@ -36,7 +36,9 @@ export function attachHttpEdge(server: http.Server, { app, answers, metrics, log
    */
   const observeRefusal = (status: 400 | 431, code: 'BAD_REQUEST' | 'HEADERS_TOO_LARGE', requestId: string, socket: Socket, req?: http.IncomingMessage) => {
     countRequest(metrics, UNMATCHED_ROUTE, req?.method, status, code);
-    writeAccessLine(logger, requestId, req?.method ?? null, req?.url === undefined ? null : loggedPath(req.url), null, status, 'bad_request', code, null, null, peerText(socket), null, null, null, null);
+    const path = req?.url === undefined ? null : loggedPath(req.url);
+    writeAccessLine(logger, requestId, req?.method ?? null, path, null, status, 'bad_request', code, null, null, peerText(socket), null, null, null, null);
+    writeAuditLine(logger, { requestId, method: req?.method, path, route: null, status, keyId: null, acquirerId: null, client: peerText(socket), bodyBytes: null });
   };
 
   // CONNECT is never a route; without a listener Node would drop the connection without a word.

@@ -63,19 +63,36 @@ export function writeAccessLine(
 /** Methods that only read: every other request writes an audit line besides its access line. */
 const READS = new Set(['GET', 'HEAD']);
 
+export interface AuditFields {
+  readonly requestId: string;
+  readonly method: string | undefined;
+  /** As the access line shows it (loggedPath), null when no request line was read. */
+  readonly path: string | null;
+  readonly route: string | null;
+  readonly status: number;
+  readonly keyId: string | null;
+  readonly acquirerId: string | null;
+  readonly client: string | null;
+  /** The size of the body read and checked; null when none was. */
+  readonly bodyBytes: number | null;
+}
+
 /**
- * The audit line of a request whose method changes something, allowed or not: who (key, acquirer),
- * what (route, method), the answer, and the body's size (null when none was read). Never the body.
+ * The audit line of a request whose method changes something, allowed or refused, wherever it was
+ * answered: who (key, acquirer, client), what (method, path, route), the answer, and the body's size.
+ * Never the body.
  */
-export function writeAuditLine(logger: Logger, method: string | undefined, fields: { requestId: string; keyId: string | null; acquirerId: string | null; route: string | null; status: number; bodyBytes: number | null }): void {
-  if (method === undefined || READS.has(method)) return;
+export function writeAuditLine(logger: Logger, fields: AuditFields): void {
+  if (fields.method === undefined || READS.has(fields.method)) return;
   logger.event('audit', {
     request_id: fields.requestId,
+    method: fields.method,
+    path: fields.path,
+    route: fields.route,
+    status: fields.status,
     key_id: fields.keyId,
     acquirer_id: fields.acquirerId,
-    route: fields.route,
-    method,
-    status: fields.status,
+    client: fields.client,
     body_bytes: fields.bodyBytes,
   });
 }

@@ -60,7 +60,8 @@ beforeAll(async () => {
   redis = await startTestRedis();
   upstream = await startUpstream();
   upstream.handle(writeService);
-  const env = { REDIS_URL: redis.url, UPSTREAM_URL: upstream.url, REQUEST_TIMEOUT_MS: String(REQUEST_TIMEOUT_MS), HEADERS_TIMEOUT_MS: '1000' };
+  // One request of an acquirer under way at a time: a body being read holds the acquirer's share.
+  const env = { REDIS_URL: redis.url, UPSTREAM_URL: upstream.url, REQUEST_TIMEOUT_MS: String(REQUEST_TIMEOUT_MS), HEADERS_TIMEOUT_MS: '1000', ACQUIRER_MAX_IN_FLIGHT: '1' };
   key = (await createKey(env, { acquirer: 'acq_1', permissions: ['merchant_users_create', 'merchant_users_read', 'merchant_users_disable'] })).key;
   readOnlyKey = (await createKey(env, { acquirer: 'acq_1', permissions: ['merchant_users_read'] })).key;
   gateway = await startServe(env);
@@ -205,6 +206,23 @@ describe('a refused body never reaches the upstream', () => {
   }, 10_000);
 });
 
+describe("the acquirer's share", () => {
+  it('is taken before a body is read: while one body arrives, the next write is 429 unread', async () => {
+    const before = upstream.received.length;
+    const slow = openRaw(gateway.port);
+    slow.socket.write(`POST ${USERS('m1')} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${USER.length}\r\nExpect: 100-continue\r\n\r\n`);
+    // The 100 says the share was taken and the body is being read.
+    await waitFor(() => slow.received().startsWith('HTTP/1.1 100 Continue') || undefined);
+    const busy = await rawPost(`Content-Type: application/json\r\nContent-Length: ${USER.length}\r\nExpect: 100-continue\r\n\r\n`);
+    expect([busy.status, busy.body.toString(), busy.headers['retry-after']]).toEqual([429, '{"message":"Too many requests"}', '1']);
+    expect(upstream.received.length).toBe(before);
+    slow.socket.write(USER);
+    await waitFor(() => slow.received().includes(USER_ID) || undefined);
+    slow.socket.destroy();
+    expect(upstream.received.length).toBe(before + 1);
+  });
+});
+
 describe("the upstream's answers to a write", () => {
   it.each([
     ['answer-204', 204, ''],
@@ -238,8 +256,12 @@ describe('what operators see', () => {
     const res = await post(USERS('m1'), '{"name":"Grace","email":"grace@example.com"}', JSON_HEADERS());
     const requestId = String(res.headers['x-request-id']);
     const audit = await waitFor(() => gateway.logLines.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.event === 'audit' && l.request_id === requestId));
-    expect(audit).toMatchObject({ route: 'merchant_users_create', method: 'POST', status: 201, acquirer_id: 'acq_1', body_bytes: 44 });
+    expect(audit).toMatchObject({ route: 'merchant_users_create', method: 'POST', path: USERS('m1'), status: 201, acquirer_id: 'acq_1', client: '127.0.0.1', body_bytes: 44 });
     expect(gateway.logLines.join('\n')).not.toContain('grace@example.com');
+    // Refused before the app, by the HTTP server's edge: audited all the same.
+    const refused = await rawPost(`Content-Type: application/json\r\nContent-Length: 2\r\nExpect: something-else\r\n\r\n{}`);
+    const edgeAudit = await waitFor(() => gateway.logLines.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.event === 'audit' && l.request_id === refused.headers['x-request-id']));
+    expect(edgeAudit).toMatchObject({ method: 'POST', path: USERS('m1'), route: null, status: 400, key_id: null, body_bytes: null });
     const metrics = (await request(gateway.adminUrl, '/metrics')).body.toString();
     expect(metrics).toMatch(/^acquirer_gateway_request_body_bytes_count\{route="merchant_users_create"\} [1-9]/m);
     for (const reason of ['payload_too_large', 'unsupported_media_type', 'malformed_body', 'tenant_field', 'request_timeout']) {
