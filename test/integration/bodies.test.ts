@@ -45,6 +45,8 @@ function writeService(req: http.IncomingMessage, res: http.ServerResponse) {
         return json(422, JSON.stringify({ message: 'x'.repeat(70 * 1024) }));
       case 'answer-400-duplicate':
         return json(400, '{"message":"a","message":"b"}');
+      case 'answer-403':
+        return json(403, '{"error":"merchant of acq_2"}');
       case 'elsewhere':
         return json(201, '{"id":"1"}', { location: 'https://other.example/users/1' });
       case 'reset':
@@ -231,6 +233,8 @@ describe("the upstream's answers to a write", () => {
     ['answer-400-html', 400, '{"message":"Bad request"}'],
     ['answer-400-duplicate', 400, '{"message":"Bad request"}'],
     ['answer-422-huge', 422, '{"message":"Unprocessable entity"}'],
+    // Another acquirer's merchant, as the legacy service says it: exactly a missing one, for a write too.
+    ['answer-403', 404, '{"message":"Not found"}'],
   ])('%s: %i %s', async (merchant, status, body) => {
     const res = await post(USERS(merchant), USER, JSON_HEADERS());
     expect([res.status, res.body.toString()]).toEqual([status, body]);

@@ -146,3 +146,28 @@ routes:
     expect(match.kind === 'matched' && queryAllowed(match.route, `${CSV}?anything=at&all`)).toBe(true);
   });
 });
+
+describe('HEAD', () => {
+  it('matches only a route that declares it, never a GET route', () => {
+    const result = parsePolicy(
+      `version: 1
+acquirer_header: X-Acquirer-Id
+permissions:
+  - { name: eod_list, description: List statements }
+routes:
+  - { id: csv, method: GET, path: /v1/statements/:id.csv, params: { id: uuid }, permissions: [eod_list] }
+  - { id: csv_head, method: HEAD, path: /v1/statements/:id.csv, params: { id: uuid }, permissions: [eod_list] }
+  - { id: list, method: GET, path: /v1/statements, permissions: [eod_list] }
+`,
+      'p.yaml',
+    );
+    if (!result.ok) throw new Error(result.errors.map((e) => e.message).join('\n'));
+    const id = (method: string, target: string) => {
+      const match = matchRoute(result.policy, method, target);
+      return match.kind === 'matched' ? match.route.id : match.kind;
+    };
+    expect(id('HEAD', `/v1/statements/${STATEMENT_ID}.csv`)).toBe('csv_head');
+    expect(id('GET', `/v1/statements/${STATEMENT_ID}.csv`)).toBe('csv');
+    expect(id('HEAD', '/v1/statements')).toBe('not_found');
+  });
+});
