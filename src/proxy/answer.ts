@@ -50,7 +50,7 @@ export function passAnswer(proxyRes: IncomingMessage, res: ServerResponse, ctx: 
   if (EXPLAINED_STATUSES.has(status) && !locals.policy.upstreamStatusMap.has(status)) {
     exchange.proxyRes = proxyRes;
     ctx.watch.streaming(exchange);
-    return passExplanation(proxyRes, res, status as 400 | 422, buildClientHeaders(status, proxyRes.headers, locals.requestId, ctx.address, locals.policy.acquirerHeader));
+    return passExplanation(proxyRes, res, status as 400 | 422, buildClientHeaders(status, proxyRes.headers, locals.requestId, ctx.address, locals.policy.acquirerHeader), ctx.address);
   }
   const mapped = mapUpstreamStatus(status, locals.policy.upstreamStatusMap);
   if (mapped !== null) {

@@ -102,6 +102,8 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): UpstreamProx
     if (body !== undefined) {
       headers['content-type'] = req.headers['content-type'];
       headers['content-length'] = String(body.length);
+      // A write's answer is small, and an explanation must be read to be passed (error-body.ts).
+      headers['accept-encoding'] = 'identity';
     }
     req.headers = headers as IncomingHttpHeaders;
     res.locals.upstream = exchange;

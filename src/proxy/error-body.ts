@@ -1,14 +1,16 @@
 /**
  * @module
  * An upstream 400 or 422: the client needs to know what was wrong with what it sent (which field, which
- * rule), so the upstream's body is passed on when it is plain JSON of at most 64 KiB; anything else
- * is replaced by the gateway's own body for that status, as every other error is.
+ * rule), so the upstream's body is passed on when it is plain JSON of at most 64 KiB that names neither
+ * the upstream nor a key; anything else is replaced by the gateway's own body for that status, as
+ * every other error is.
  */
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Response } from 'express';
 import { sendError } from '../errors/error-response.js';
 import { checkJsonBody, DEFAULT_MAX_DEPTH } from '../net/json-body.js';
 import { utf8MediaType } from '../net/media-type.js';
+import { revealsUpstream, type UpstreamAddress } from './response-headers.js';
 
 /** An explanation longer than this is not read to the end: the gateway's own body goes instead. */
 export const MAX_EXPLANATION_BYTES = 64 * 1024;
@@ -21,7 +23,7 @@ const NO_TENANT_FIELDS: ReadonlySet<string> = new Set();
  * `headers` are the client's response headers as for any answer (buildClientHeaders); its length is
  * set here, from the bytes read.
  */
-export function passExplanation(proxyRes: IncomingMessage, res: ServerResponse, status: 400 | 422, headers: OutgoingHttpHeaders): void {
+export function passExplanation(proxyRes: IncomingMessage, res: ServerResponse, status: 400 | 422, headers: OutgoingHttpHeaders, address: UpstreamAddress): void {
   const locals = (res as Response).locals;
   // Replaced: counted and logged as any upstream status the gateway answers for (locals.upstreamStatus).
   const replace = () => {
@@ -51,6 +53,8 @@ export function passExplanation(proxyRes: IncomingMessage, res: ServerResponse, 
     if (res.headersSent || res.destroyed) return;
     const body = Buffer.concat(chunks, size);
     if (checkJsonBody(body, { maxDepth: DEFAULT_MAX_DEPTH, tenantFields: NO_TENANT_FIELDS }) !== null) return replace();
+    // Nor does it tell the client the internal address, or a key, any more than a header may.
+    if (revealsUpstream(body.toString('utf8'), address)) return replace();
     res.writeHead(status, { ...headers, 'content-length': String(body.length) });
     res.end(body);
   });

@@ -104,38 +104,36 @@ const HOST_BOUNDS: Readonly<Record<number, { readonly before: string; readonly a
   6: { before: '[0-9A-Fa-f:]', after: '[0-9A-Fa-f:]|\\.[0-9]' },
 };
 
-/**
- * A URL on the upstream's own origin (compared as URLs), made relative, as nginx's `proxy_redirect
- * default` does: the client never learns the internal address. Any other URL, or one whose path would
- * name another host once relative (`//evil.example/…`), is returned as it is (namesUpstream judges it).
- */
-function clientLocation(location: string, upstreamOrigin: string): string {
-  if (!ABSOLUTE_OR_SCHEME_RELATIVE.test(location)) return location;
+/** The URL resolved against the upstream's origin, as a client resolves it: its path, query and fragment when it is on that origin, else null. */
+function onUpstreamOrigin(location: string, upstreamOrigin: string): string | null {
   let url: URL;
   try {
     url = new URL(location, upstreamOrigin);
   } catch {
-    return location;
+    return null;
   }
-  if (url.origin !== upstreamOrigin || url.pathname.startsWith('//')) return location;
-  return url.pathname + url.search + url.hash;
+  // A path that begins `//` would name another host once relative.
+  return url.origin === upstreamOrigin && !url.pathname.startsWith('//') ? url.pathname + url.search + url.hash : null;
+}
+
+/**
+ * A URL on the upstream's own origin (compared as URLs), made relative, as nginx's `proxy_redirect
+ * default` does: the client never learns the internal address. Any other URL is returned as it is
+ * (namesUpstream judges it).
+ */
+function clientLocation(location: string, upstreamOrigin: string): string {
+  if (!ABSOLUTE_OR_SCHEME_RELATIVE.test(location)) return location;
+  return onUpstreamOrigin(location, upstreamOrigin) ?? location;
 }
 const ABSOLUTE_OR_SCHEME_RELATIVE = /^(?:[A-Za-z][A-Za-z0-9+.-]*:)?[/\\]{2}/;
 
 /**
- * A 201's Location: the created resource is the upstream's own, so the URL is resolved as a client
- * would resolve it (tabs and newlines dropped, `\\` a slash, another scheme's `https:host`) and kept
- * only on the upstream's origin, made relative; anywhere else it is dropped.
+ * A 201's Location: the created resource is the upstream's own, so it is kept only on the upstream's
+ * origin, made relative, as a client would resolve it (tabs and newlines dropped, `\\` a slash, another
+ * scheme's `https:host`); anywhere else it is dropped.
  */
 function createdLocation(location: string, upstreamOrigin: string): string | undefined {
-  let url: URL;
-  try {
-    url = new URL(location, upstreamOrigin);
-  } catch {
-    return undefined;
-  }
-  if (url.origin !== upstreamOrigin || url.pathname.startsWith('//')) return undefined;
-  return url.pathname + url.search + url.hash;
+  return onUpstreamOrigin(location, upstreamOrigin) ?? undefined;
 }
 
 /** `Refresh: 5; url=…` (HTML's pragma, honoured as a header by browsers), its URL made as clientLocation makes it. */
@@ -225,4 +223,12 @@ const UNSATISFIED_RANGE = /^bytes \*\/\d{1,20}$/;
 export function unsatisfiedRange(upstream: IncomingHttpHeaders): string | undefined {
   const value = upstream['content-range'];
   return value !== undefined && UNSATISFIED_RANGE.test(value) ? value : undefined;
+}
+
+/**
+ * Whether text the upstream wrote for a client (an error's explanation) names the upstream's host or
+ * holds a secret, as a response header may not (buildClientHeaders).
+ */
+export function revealsUpstream(text: string, address: UpstreamAddress): boolean {
+  return namesUpstream(text, address.host) || holdsSecret(text);
 }

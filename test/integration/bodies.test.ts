@@ -45,6 +45,8 @@ function writeService(req: http.IncomingMessage, res: http.ServerResponse) {
         return json(422, JSON.stringify({ message: 'x'.repeat(70 * 1024) }));
       case 'answer-400-duplicate':
         return json(400, '{"message":"a","message":"b"}');
+      case 'answer-422-internal':
+        return json(422, JSON.stringify({ message: `see ${upstream.url}/v1/debug` }));
       case 'answer-403':
         return json(403, '{"error":"merchant of acq_2"}');
       case 'elsewhere':
@@ -96,7 +98,7 @@ const USER = '{"name":"Ada Lovelace","email":"ada@example.com","permissions":["o
 describe('a body that passes', () => {
   it('arrives upstream byte for byte, with its length, its media type, the acquirer and the Idempotency-Key', async () => {
     const before = upstream.received.length;
-    const res = await post(USERS('m1'), USER, { ...JSON_HEADERS(), 'idempotency-key': 'k-1', 'content-type': 'application/json; charset=UTF-8' });
+    const res = await post(USERS('m1'), USER, { ...JSON_HEADERS(), 'idempotency-key': 'k-1', 'content-type': 'application/json; charset=UTF-8', 'accept-encoding': 'gzip' });
     expect(res.status).toBe(201);
     expect(res.body.toString()).toBe(JSON.stringify({ id: USER_ID }));
     // On the upstream's own origin: made relative.
@@ -109,6 +111,8 @@ describe('a body that passes', () => {
       'content-type': 'application/json; charset=UTF-8',
       'idempotency-key': 'k-1',
       'x-acquirer-id': 'acq_1',
+      // Uncompressed, so that an explanation can be read and passed.
+      'accept-encoding': 'identity',
     });
     expect(seen.headers['transfer-encoding']).toBeUndefined();
     expect(seen.headers.expect).toBeUndefined();
@@ -235,6 +239,8 @@ describe("the upstream's answers to a write", () => {
     ['answer-422-huge', 422, '{"message":"Unprocessable entity"}'],
     // Another acquirer's merchant, as the legacy service says it: exactly a missing one, for a write too.
     ['answer-403', 404, '{"message":"Not found"}'],
+    // An explanation that names the upstream's own address is not passed, as a header naming it is not.
+    ['answer-422-internal', 422, '{"message":"Unprocessable entity"}'],
   ])('%s: %i %s', async (merchant, status, body) => {
     const res = await post(USERS(merchant), USER, JSON_HEADERS());
     expect([res.status, res.body.toString()]).toEqual([status, body]);
