@@ -290,15 +290,13 @@ describe('property: agreement with JSON.parse', () => {
           expect(verdict.offset).toBeLessThanOrEqual(bytes.length);
         }
         let parses = true;
-        let lone = false; // a surrogate escape that is not half of a pair, in a name or a string
         try {
-          JSON.parse(seen, (name, value: unknown) => {
-            if (LONE_SURROGATE.test(name) || (typeof value === 'string' && LONE_SURROGATE.test(value))) lone = true;
-            return value;
-          });
+          JSON.parse(seen);
         } catch {
           parses = false;
         }
+        // A surrogate escape that is not half of a pair, in any string of it (the duplicate it may sit in included).
+        const lone = parses && [...seen.matchAll(/"(?:[^"\\]|\\.)*"/g)].some(([literal]) => LONE_SURROGATE.test(JSON.parse(literal) as string));
         if (!parses || lone) expect(verdict).not.toBeNull();
         else expect(verdict?.problem ?? null).toBe(reference(seen, rules));
         if (verdict === null) accepted++;
