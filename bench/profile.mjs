@@ -4,7 +4,8 @@
 //   node bench/profile.mjs [seconds=10] [rows=30]
 // `BENCH_PROFILE_NODE_ARGS` adds node options to both processes: `--no-turbo-inlining` splits the
 // self time of a function the optimiser inlined (e.g. `addRequest`) among its callees.
-import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+// `BENCH_PROFILE_REQUEST=write` profiles the benchmark's write instead (a POST of 1 KiB of JSON).
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { drive } from './lib/load.mjs';
@@ -14,6 +15,11 @@ const [seconds = '10', rowsArg = '30'] = process.argv.slice(2);
 const LIST = '/v1/acquirer/eod_statements';
 const extraNodeArgs = (process.env.BENCH_PROFILE_NODE_ARGS ?? '').split(' ').filter(Boolean);
 const dir = mkdtempSync(path.join(os.tmpdir(), 'bench-profile-'));
+const WRITES = process.env.BENCH_PROFILE_REQUEST === 'write';
+const bodyFile = path.join(dir, 'body.json');
+writeFileSync(bodyFile, JSON.stringify({ name: 'Ada Lovelace', email: 'ada@example.com', description: 'x'.repeat(960) }));
+/** The request profiled: the JSON list, or the write (bench/run.mjs's `write` scenario). */
+const request = WRITES ? { path: '/v1/acquirer/merchants/m_bench/users', method: 'POST', bodyFile, type: { 'content-type': 'application/json' } } : { path: LIST, type: {} };
 
 /** Self time by function (name and file:line), in µs, from a .cpuprofile. */
 function selfTimes(file) {
@@ -32,7 +38,7 @@ function selfTimes(file) {
 
 async function profiled(name, start) {
   const target = await start();
-  const result = await drive({ url: `${target.url}${LIST}`, headers: target.headers, connections: 50, durationS: Number(seconds) });
+  const result = await drive({ url: `${target.url}${request.path}`, headers: { ...target.headers, ...request.type }, method: request.method, bodyFile: request.bodyFile, connections: 50, durationS: Number(seconds) });
   await target.stop();
   const file = readdirSync(target.dir).find((f) => f.endsWith('.cpuprofile'));
   console.error(`profile: ${name}: ${result.requests} requests, ${Math.round(result.rps)} requests/s`);
@@ -42,7 +48,7 @@ async function profiled(name, start) {
 const origin = await startScript('origin.mjs', String(1024 * 1024));
 const redis = await startRedis();
 const gwEnv = { REDIS_URL: redis.url, REDIS_KEY_PREFIX: 'bench:', UPSTREAM_URL: origin.url };
-const { key } = await gatewayCli(gwEnv, 'keys', 'create', '--acquirer', 'acq_bench', '--permissions', 'eod_list,eod_read');
+const { key } = await gatewayCli(gwEnv, 'keys', 'create', '--acquirer', 'acq_bench', '--permissions', 'eod_list,eod_read,merchant_users_create');
 const headers = { authorization: `Bearer ${key}` };
 
 const floor = await profiled('floor', async () => {
