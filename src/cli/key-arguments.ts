@@ -52,19 +52,39 @@ export function validAllowedIps(text: string): string[] {
   return cidrs;
 }
 
+/**
+ * The one spelling a new key's acquirer may have: lower-case letters, digits, `_` and `-`, starting
+ * with a letter or digit. `ACQ_ALPHA`, `acq_alpha.` or `acq_alpha:acq_beta` beside `acq_alpha` would
+ * be alpha to an upstream that compares without case or splits on `:` or `.`. (Records already
+ * stored with another spelling still work: the store reads what it wrote.)
+ */
+const CANONICAL_ACQUIRER = /^[a-z0-9][a-z0-9_-]{0,63}$/;
+
 /** The acquirer a new key acts for: it travels upstream as a header value, and is printed by show and list. */
 export function validAcquirer(text: string | undefined): string {
   const acquirer = (text ?? '').trim();
   if (acquirer === '') throw new UsageError('--acquirer: required and must not be empty');
-  if (!isValidAcquirerId(acquirer)) throw new UsageError('--acquirer: use 1 to 128 of A-Z a-z 0-9 . _ : - (starting with a letter or digit)');
   if (holdsKey(acquirer)) throw new UsageError('--acquirer: this is shaped like an API key; it was not stored or printed');
+  if (!CANONICAL_ACQUIRER.test(acquirer) || !isValidAcquirerId(acquirer)) {
+    throw new UsageError('--acquirer: 1 to 64 of lower-case a-z, 0-9, _ and -, starting with a letter or digit (one spelling per acquirer)');
+  }
   return acquirer;
 }
 
-/** A description is stored and printed by show and list: never a key. */
+/** Longest description, in characters: it is printed on one line by show and list. */
+const MAX_DESCRIPTION_CHARACTERS = 256;
+/** Control characters, and the bidirectional overrides and isolates that make text show other than it reads. */
+const UNSAFE_IN_TEXT = /[\p{Cc}\u202A-\u202E\u2066-\u2069]/u;
+
+/** A description is stored and printed by show and list: never a key, and text that shows as it reads. */
 export function validDescription(text: string | undefined): string {
-  if (text !== undefined && holdsKey(text)) throw new UsageError('--description: holds something shaped like an API key; it was not stored or printed');
-  return text ?? '';
+  if (text === undefined) return '';
+  if (holdsKey(text)) throw new UsageError('--description: holds something shaped like an API key; it was not stored or printed');
+  if ([...text].length > MAX_DESCRIPTION_CHARACTERS) throw new UsageError(`--description: at most ${MAX_DESCRIPTION_CHARACTERS} characters`);
+  if (UNSAFE_IN_TEXT.test(text)) {
+    throw new UsageError('--description: no control characters (newlines and tabs included) and no bidirectional overrides or isolates (U+202A-202E, U+2066-2069): they change how the text around them shows');
+  }
+  return text;
 }
 
 /**

@@ -49,10 +49,10 @@ const SUBCOMMANDS: Readonly<Record<string, Subcommand>> = {
     usage: `usage: acquirer-gateway keys create --acquirer ID --permissions P1,P2
                                     [--allow-ip CIDR,…] [--description TEXT]
 Makes a key and prints its record with the key itself, shown this once and never again.
-  --acquirer ID        the acquirer it acts for: 1 to 128 of A-Z a-z 0-9 . _ : -
+  --acquirer ID        the acquirer it acts for: 1 to 64 of a-z 0-9 _ -
   --permissions P1,P2  what it may call, from the policy's permission catalogue
   --allow-ip CIDR,…    the addresses and networks it may be used from (left out: any)
-  --description TEXT   what it is for, as \`keys list\` shows it
+  --description TEXT   what it is for, as \`keys list\` shows it (256 characters)
 ${ENVIRONMENT}`,
     options: { acquirer: { type: 'string' }, permissions: { type: 'string' }, 'allow-ip': { type: 'string' }, description: { type: 'string' } },
     takesId: false,

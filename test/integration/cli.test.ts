@@ -67,7 +67,15 @@ describe('keys create', () => {
     [['--acquirer', '', '--permissions', 'eod_list'], /--acquirer: required and must not be empty/],
     [['--acquirer', '   ', '--permissions', 'eod_list'], /--acquirer: required and must not be empty/],
     [['--permissions', 'eod_list'], /--acquirer: required/],
-    [['--acquirer', 'acq 1', '--permissions', 'eod_list'], /--acquirer: use 1 to 128/],
+    [['--acquirer', 'acq 1', '--permissions', 'eod_list'], /--acquirer: 1 to 64 of lower-case a-z, 0-9, _ and -/],
+    // One spelling per acquirer: none of these may stand beside acq_alpha.
+    ...['ACQ_ALPHA', 'Acq_alpha', 'acq_alpha.', 'acq_alpha:acq_beta', '_acq', '-acq', 'a'.repeat(65), 'acq.alpha', 'acqé'].map(
+      (acquirer) => [[`--acquirer=${acquirer}`, '--permissions', 'eod_list'], /--acquirer: 1 to 64 of lower-case a-z, 0-9, _ and -, starting with a letter or digit/] as [string[], RegExp],
+    ),
+    [['--acquirer', 'acq_1', '--permissions', 'eod_list', '--description', 'x'.repeat(257)], /--description: at most 256 characters/],
+    ...['line\nbreak', 'tab\there', 'bell\u0007', 'rtl \u202e override', 'isolate \u2066x\u2069', 'c1 \u009b'].map(
+      (description) => [['--acquirer', 'acq_1', '--permissions', 'eod_list', '--description', description], /--description: no control characters/] as [string[], RegExp],
+    ),
     [['--acquirer', 'acq_1'], /--permissions: required/],
     [['--acquirer', 'acq_1', '--permissions', ''], /--permissions: give at least one/],
     [['--acquirer', 'acq_1', '--permissions', 'eod_list', '--colour', 'red'], /Unknown option '--colour'/],
@@ -270,6 +278,7 @@ describe('keys show, update, disable, list', () => {
     expect((await runCli(['keys', 'frobnicate'], env)).code).toBe(2);
   });
 
+  // Eleven runs of the command: about 4 s on an idle machine, more beside other test files.
   it('list shows the readable keys and exits 1 naming the records it could not read', async () => {
     const listEnv = { ...env, REDIS_KEY_PREFIX: `${redis.prefix}list:` };
     const good = JSON.parse((await runCli(['keys', 'create', '--acquirer', 'acq_7', '--permissions', 'eod_list'], listEnv)).stdout);
@@ -302,7 +311,7 @@ describe('keys show, update, disable, list', () => {
     await redis.client.hset(`${redis.prefix}list:key:${hash}`, 'a', 'b');
     const showGood = await runCli(['keys', 'show', good.id], listEnv);
     expect([showGood.code, showGood.stderr]).toEqual([1, `acquirer-gateway: cannot read the key in Redis: ${redis.prefix}list:key:${hash.slice(0, 12)}… is not a string value; repair or delete that value\n`]);
-  });
+  }, 20_000);
 
   it('fails with exit 1, without a password, when Redis cannot be reached', async () => {
     const result = await runCli(['keys', 'list'], { REDIS_URL: 'redis://:hunter2@127.0.0.1:1' });
