@@ -101,7 +101,7 @@ export async function startGateway(config: Config, { logger, policy: initialPoli
   const http = createGatewayServer(config, app, { metrics, logger });
   let shuttingDown = false;
   const readiness = (): ReadinessCheck => ({ policy: 'ok', key_store: resolver.storeAvailable ? 'ok' : 'unavailable', shutdown: shuttingDown ? 'in_progress' : 'no' });
-  const admin = worker ? null : createAdminServer({ metrics: { contentType: metrics.registry.contentType, text: () => metrics.registry.metrics() }, readiness });
+  const admin = worker ? null : createAdminServer({ metrics: { contentType: metrics.registry.contentType, text: () => metrics.registry.metrics() }, readiness, token: config.adminToken });
   const { port, adminPort } = await listenBoth(http, admin, config);
   logListening(logger, config, { port, adminPort, policy: policy.get(), collectYoung: collectYoung !== undefined });
   const parts: Parts = { config, logger, http, admin, resolver, ownStore, proxy };

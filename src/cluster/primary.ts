@@ -48,6 +48,7 @@ export async function runPrimary(config: Config, logger: Logger, startUp: StartU
       },
     },
     readiness: () => clusterReadiness(questions, listening(), policyFile.accepted.policy.contentHash, supervisor),
+    token: config.adminToken,
   });
   // The admin port first: if it is taken, nothing has been forked yet.
   const adminPort = await listen(admin, config.adminPort, config.adminHost);

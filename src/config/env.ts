@@ -28,7 +28,7 @@ import {
   DEFAULT_UPSTREAM_TIMEOUT_MS,
   DEFAULT_WORKER_UNRESPONSIVE_MS,
 } from './defaults.js';
-import { booleanText, cidrList, httpOrigin, integer, ipLiteral, logLevel, redisUrl, shareOfPool, workerCount } from './setting-types.js';
+import { adminToken, booleanText, cidrList, httpOrigin, integer, ipLiteral, logLevel, redisUrl, shareOfPool, workerCount } from './setting-types.js';
 
 export interface FieldSpec<T> {
   readonly env: string;
@@ -73,6 +73,15 @@ export const CONFIG_FIELDS = {
     summary: 'admin bind address, an IP literal',
     description: 'Admin bind address, an IP literal. Keep it off the public network: the container image sets `0.0.0.0`, so publish the port only to your monitoring network.',
     schema: ipLiteral('127.0.0.1'),
+  }),
+  adminToken: field({
+    env: 'ADMIN_TOKEN',
+    default: '',
+    summary: 'bearer token /metrics and /readyz require (none)',
+    description:
+      'When set, `/metrics` and `/readyz` answer only a request with `Authorization: Bearer <token>` (Prometheus: the scrape config\'s `authorization` setting); anything else is 401. `/healthz` stays open for a container\'s health check. 16 to 256 visible ASCII characters. Never echoed or logged.',
+    schema: adminToken,
+    secret: true,
   }),
   upstreamUrl: field({
     env: 'UPSTREAM_URL',

@@ -81,3 +81,6 @@ export const booleanText = z.enum(['true', 'false'], 'must be true or false').tr
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export const logLevel = z.enum(LOG_LEVELS, `must be one of ${LOG_LEVELS.join(', ')}`);
+
+/** A bearer token for the admin listener: none (empty), or 16 to 256 visible ASCII characters. */
+export const adminToken = z.string().refine((text) => text === '' || /^[\x21-\x7e]{16,256}$/.test(text), 'must be empty (none) or 16 to 256 visible ASCII characters');

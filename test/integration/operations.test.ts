@@ -287,6 +287,34 @@ describe('metrics, health and readiness', () => {
   });
 });
 
+describe('ADMIN_TOKEN', () => {
+  it('makes /metrics and /readyz ask for it, leaves /healthz open, and is never logged', async () => {
+    const token = 'admin-token-for-prometheus-0123';
+    secrets.push(token);
+    const g = await startServe({ REDIS_URL: relay.url, REDIS_KEY_PREFIX: redis.prefix, UPSTREAM_URL: upstream.url, POLICY_FILE: policyFile, LOG_LEVEL: 'debug', ADMIN_TOKEN: token });
+    try {
+      const bearerToken = { authorization: `Bearer ${token}` };
+      await waitFor(async () => (await request(g.adminUrl, '/readyz', bearerToken)).status === 200, { what: 'readiness' });
+      for (const path of ['/metrics', '/readyz']) {
+        const refused = await adminGet(g, path);
+        expect([refused.status, refused.body.toString()]).toEqual([401, '{"message":"Invalid authentication information"}']);
+      }
+      expect((await request(g.adminUrl, '/metrics', bearerToken)).body.toString()).toContain('acquirer_gateway_requests_total');
+      expect((await adminGet(g, '/healthz')).status).toBe(200);
+    } finally {
+      await g.stop();
+      allLogLines.push(...g.logLines);
+    }
+  });
+
+  it('refuses a token too short to guess at, without echoing it', async () => {
+    const result = await runCli(['serve'], { ...env, UPSTREAM_URL: upstream.url, ADMIN_TOKEN: 'short-one' });
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toContain('ADMIN_TOKEN');
+    expect(result.stderr).not.toContain('short-one');
+  });
+});
+
 describe('connections', () => {
   it('closes a connection past MAX_CONNECTIONS as it is accepted, counts it, says so, and serves again once one goes', async () => {
     const g = await serve({ MAX_CONNECTIONS: '2' });
