@@ -26,6 +26,8 @@ ${ENVIRONMENT}`;
 export interface KeysContext {
   readonly env: NodeJS.ProcessEnv;
   readonly out: (line: string) => void;
+  /** Standard error: what the operator should know beside the record (none: not said). */
+  readonly warn?: (line: string) => void;
   /** For tests; otherwise a Redis store from REDIS_URL. */
   readonly store?: KeyStore;
   readonly now?: () => Date;
@@ -174,12 +176,23 @@ function parse(sub: Subcommand, args: string[]): [Record<string, string | boolea
   return [parsed.values, sub.takesId ? keyIdArgument(parsed.positionals[0]!) : ''];
 }
 
+/**
+ * PUBLISH reached no subscriber: no gateway on this Redis and prefix is running, or none is
+ * subscribed (its notices down). The record is written all the same; the exit code stays 0.
+ */
+const NOBODY_TOLD =
+  'acquirer-gateway: the change is written, and no running gateway received its notice: none is subscribed to this Redis and ' +
+  'REDIS_KEY_PREFIX. Gateways started later read it from Redis; a running one that is not subscribed applies it when its cached copy expires (KEY_CACHE_TTL_MS).';
+
 /** Runs `run` against the store: Redis from REDIS_URL (checked as serve checks it), connected once. */
 async function withStore(ctx: KeysContext, run: Run): Promise<void> {
   // An empty prefix would write keys no gateway reads, and a URL that is not one would fail later, with a stack.
   const redisUrl = setting(ctx.env, CONFIG_FIELDS.redisUrl);
   const prefix = setting(ctx.env, CONFIG_FIELDS.redisKeyPrefix);
-  const store = ctx.store ?? new RedisKeyStore({ url: redisUrl, prefix, waitForConnection: true, commandTimeoutMs: 5000 });
+  const store = ctx.store ?? new RedisKeyStore({ url: redisUrl, prefix, waitForConnection: true, commandTimeoutMs: 5000, onAnnounced: (receivers) => {
+      if (receivers === 0) ctx.warn?.(NOBODY_TOLD);
+    },
+  });
   try {
     if (store instanceof RedisKeyStore) await store.connect();
     await run(store);

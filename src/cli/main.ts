@@ -36,7 +36,7 @@ async function main(argv: string[]): Promise<void> {
     }
     case 'keys': {
       const { keysCommand } = await import('./keys-command.js');
-      return keysCommand(args, { env: process.env, out: (line) => process.stdout.write(line + '\n') });
+      return keysCommand(args, { env: process.env, out: (line) => process.stdout.write(line + '\n'), warn: (line) => process.stderr.write(line + '\n') });
     }
     case 'policy': {
       const { policyCommand } = await import('./policy-command.js');

@@ -17,14 +17,18 @@ export interface RedisKeyStoreOptions extends Omit<RedisConnectionOptions, 'chan
   readonly prefix?: string;
   /** Subscribe to change notices (gateways). Key administration leaves it off: it only publishes. */
   readonly subscribe?: boolean;
+  /** Told, after each change notice is published, how many subscribers Redis handed it to. */
+  readonly onAnnounced?: (receivers: number) => void;
 }
 
 export class RedisKeyStore implements KeyStore {
   readonly #connections: RedisConnections;
   readonly #layout: RedisLayout;
   readonly #listeners = new Set<KeyStoreListener>();
+  readonly #onAnnounced: ((receivers: number) => void) | undefined;
 
   constructor(options: RedisKeyStoreOptions) {
+    this.#onAnnounced = options.onAnnounced;
     const prefix = options.prefix ?? DEFAULT_REDIS_KEY_PREFIX;
     let layout: RedisLayout | undefined;
     this.#connections = new RedisConnections({
@@ -232,11 +236,13 @@ export class RedisKeyStore implements KeyStore {
   }
 
   async #publishChange(id: string, hash: string): Promise<void> {
+    let receivers: number;
     try {
-      await this.#connections.client.publish(this.#layout.channel, this.#layout.notice(hash));
+      receivers = await this.#connections.client.publish(this.#layout.channel, this.#layout.notice(hash));
     } catch (err) {
       throw new ChangeNotAnnouncedError(id, err);
     }
+    this.#onAnnounced?.(receivers);
   }
 
   #emit(event: Parameters<KeyStoreListener>[0]): void {

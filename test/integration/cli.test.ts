@@ -176,6 +176,23 @@ describe('keys show, update, disable, list', () => {
     expect((await runCli(['keys', 'disable', id], env)).code).toBe(0);
   });
 
+  it('says on stderr when no running gateway received the notice, and exits 0 all the same', async () => {
+    const { id } = JSON.parse((await runCli(['keys', 'create', '--acquirer', 'acq_unheard', '--permissions', 'eod_list'], env)).stdout);
+    const unheard = await runCli(['keys', 'update', id, '--permissions', 'eod_list,eod_read'], env);
+    expect(unheard.code).toBe(0);
+    expect(JSON.parse(unheard.stdout).permissions).toEqual(['eod_list', 'eod_read']);
+    expect(unheard.stderr).toMatch(/^acquirer-gateway: the change is written, and no running gateway received its notice: none is subscribed to this Redis and REDIS_KEY_PREFIX\./);
+    // A subscriber, as a running gateway is: nothing to say.
+    const listener = redis.client.duplicate();
+    await listener.subscribe(`${redis.prefix}events`);
+    try {
+      const heard = await runCli(['keys', 'disable', id], env);
+      expect([heard.code, heard.stderr]).toEqual([0, '']);
+    } finally {
+      listener.disconnect();
+    }
+  });
+
   it('a change written but not announced exits 1 and says so, and running the command again announces it', async () => {
     const { id } = JSON.parse((await runCli(['keys', 'create', '--acquirer', 'acq_quiet', '--permissions', 'eod_list'], env)).stdout);
     // A Redis user that may do everything but PUBLISH: the notice fails after the write. Created and
