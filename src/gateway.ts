@@ -160,6 +160,11 @@ function createResolver(config: Config, store: KeyStore, metrics: GatewayMetrics
     onStoreHealth: (healthy) => metrics.keyStoreUp.set(healthy ? 1 : 0),
   });
   metrics.keyStoreUp.set(resolver.storeAvailable ? 1 : 0);
+  // Watched after the resolver, so that a change is timed once it is applied. Clocks of two hosts:
+  // a negative span (skew) counts as none.
+  store.watch((event) => {
+    if (event.type === 'changed' && event.publishedAt !== undefined) metrics.keyChangePropagation.observe(Math.max(0, Date.now() - event.publishedAt) / 1000);
+  });
   return resolver;
 }
 

@@ -7,8 +7,8 @@ export interface KeyChanges {
 
 /** What a store tells the gateways that cache its records. */
 export type KeyStoreEvent =
-  /** The key with this hash changed (updated or disabled) in some process. */
-  | { readonly type: 'changed'; readonly keyHash: string }
+  /** The key with this hash changed (updated or disabled) in some process; when its notice was published (ms since the epoch), if it says. */
+  | { readonly type: 'changed'; readonly keyHash: string; readonly publishedAt?: number | undefined }
   /** Change notices may have been missed (the subscription reconnected): trust nothing cached. */
   | { readonly type: 'resync' }
   /** Whether the store can currently answer and notify; while it cannot, cached keys are trusted only briefly. */

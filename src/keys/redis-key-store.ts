@@ -36,8 +36,8 @@ export class RedisKeyStore implements KeyStore {
       channel: options.subscribe === true ? (db) => (layout = new RedisLayout(prefix, db)).channel : undefined,
       onEvent: (event) => {
         if (event.type !== 'message') return this.#emit(event);
-        const keyHash = this.#layout.parseNotice(event.message);
-        this.#emit(keyHash === null ? { type: 'resync' } : { type: 'changed', keyHash });
+        const notice = this.#layout.parseNotice(event.message);
+        this.#emit(notice === null ? { type: 'resync' } : { type: 'changed', keyHash: notice.keyHash, publishedAt: notice.publishedAt });
       },
     });
     this.#layout = layout ?? new RedisLayout(prefix, this.#connections.db);
@@ -238,7 +238,7 @@ export class RedisKeyStore implements KeyStore {
   async #publishChange(id: string, hash: string): Promise<void> {
     let receivers: number;
     try {
-      receivers = await this.#connections.client.publish(this.#layout.channel, this.#layout.notice(hash));
+      receivers = await this.#connections.client.publish(this.#layout.channel, this.#layout.notice(hash, Date.now()));
     } catch (err) {
       throw new ChangeNotAnnouncedError(id, err);
     }

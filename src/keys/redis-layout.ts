@@ -77,16 +77,20 @@ export class RedisLayout {
     return `${this.prefix}id:${id}`;
   }
 
-  /** A change notice: `{"type":"changed","key_hash":…}`. */
-  notice(hash: string): string {
-    return JSON.stringify({ type: 'changed', key_hash: hash });
+  /** A change notice: `{"type":"changed","key_hash":…,"published_at":<ms since the epoch>}`. */
+  notice(hash: string, publishedAt: number): string {
+    return JSON.stringify({ type: 'changed', key_hash: hash, published_at: publishedAt });
   }
 
-  /** The key hash a notice names, or null for one that names none (taken as "anything may have changed"). */
-  parseNotice(message: string): string | null {
+  /**
+   * The key hash a notice names, and when it was published (when it says, as notices of older
+   * commands do not), or null for one that names none (taken as "anything may have changed").
+   */
+  parseNotice(message: string): { keyHash: string; publishedAt: number | undefined } | null {
     try {
-      const notice = JSON.parse(message) as { key_hash?: unknown };
-      return typeof notice.key_hash === 'string' ? notice.key_hash : null;
+      const notice = JSON.parse(message) as { key_hash?: unknown; published_at?: unknown };
+      if (typeof notice.key_hash !== 'string') return null;
+      return { keyHash: notice.key_hash, publishedAt: Number.isFinite(notice.published_at) ? (notice.published_at as number) : undefined };
     } catch {
       return null;
     }

@@ -56,6 +56,14 @@ it('a disabled key is refused by every instance at its notice, and stays disable
   expect(disabled.code).toBe(0);
   expect(JSON.parse(disabled.stdout)).toMatchObject({ id, disabled_at: expect.stringMatching(/Z$/) });
   await expectEverywhere(key, 401);
+  // Each instance timed the notice from its publication to its cache dropping it.
+  for (const g of gateways) {
+    const text = (await request(g.adminUrl, '/metrics')).body.toString();
+    const count = Number(/^acquirer_gateway_key_change_propagation_seconds_count (\d+)$/m.exec(text)?.[1]);
+    const sum = Number(/^acquirer_gateway_key_change_propagation_seconds_sum (\S+)$/m.exec(text)?.[1]);
+    expect(count).toBeGreaterThanOrEqual(1);
+    expect(sum / count).toBeLessThan(NOTICE_DEADLINE_MS / 1000);
+  }
 
   const update = await runCli(['keys', 'update', id, '--permissions', 'eod_list,eod_read'], env);
   expect(update.code).toBe(1);

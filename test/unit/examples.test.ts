@@ -36,6 +36,7 @@ describe('examples/', () => {
         'AcquirerGatewayUpstreamUnaskedAnswer',
         'AcquirerGatewayRedisUnavailable',
         'AcquirerGatewayPolicyReloadFailed',
+        'AcquirerGatewayKeyRevocationSlow',
       ]),
     );
     for (const rule of rules) {

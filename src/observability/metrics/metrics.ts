@@ -23,6 +23,7 @@ export interface GatewayMetrics {
   readonly policyInfo: Gauge<'hash'>;
   readonly policyReloads: Counter<'result'>;
   readonly keyStoreUp: Gauge;
+  readonly keyChangePropagation: Histogram;
 }
 
 /** Resolves sub-millisecond gateway overhead as well as multi-minute downloads. */
@@ -30,6 +31,9 @@ export const DURATION_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05
 
 /** From a small JSON object to the largest max_bytes a route may declare (16 MiB). */
 export const BODY_BUCKETS = [256, 1024, 4096, 16_384, 65_536, 262_144, 1_048_576, 4_194_304, 16_777_216];
+
+/** From a notice on the same host (a millisecond) to one past the alert's second. */
+const PROPAGATION_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
 /** The results a policy reload counts. */
 const RELOAD_RESULTS = ['success', 'failure', 'unchanged'] as const;
@@ -159,6 +163,12 @@ function stateMetrics(registers: Registry[]) {
       registers,
       // Several workers: up only if every one is.
       aggregator: 'min',
+    }),
+    keyChangePropagation: new Histogram({
+      name: `${PREFIX}key_change_propagation_seconds`,
+      help: 'From a key change notice published (keys update, keys disable) to this process dropping its cached copy, by the two hosts\' clocks.',
+      buckets: PROPAGATION_BUCKETS,
+      registers,
     }),
   };
 }
