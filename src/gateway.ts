@@ -19,6 +19,7 @@ import type { LoadedPolicy } from './policy/load.js';
 import { PolicyFile } from './policy/watch.js';
 import { createUpstreamProxy, type UpstreamProxy } from './proxy/create-proxy.js';
 import { COLLECT_EVERY_BYTES } from './proxy/streamed-memory.js';
+import { lineThrottle } from './observability/line-throttle.js';
 
 export interface RunningGateway {
   readonly port: number;
@@ -139,13 +140,25 @@ class CurrentPolicy {
   }
 }
 
+/**
+ * How often, at most, one key store problem is logged: a subscription Redis refuses is asked again ten
+ * times a second, and a stack for each would bury everything else.
+ */
+export const KEY_STORE_PROBLEM_EVERY_MS = 5_000;
+
 function openRedisStore(config: Config, logger: Logger): RedisKeyStore {
+  const problem = lineThrottle(KEY_STORE_PROBLEM_EVERY_MS);
   return new RedisKeyStore({
     url: config.redisUrl,
     prefix: config.redisKeyPrefix,
     commandTimeoutMs: config.redisCommandTimeoutMs,
     subscribe: true,
-    onError: (err, context) => logger.event('key_store_problem', { err, context }),
+    onError: (err, context) => {
+      const heldBack = problem(`${context}\u0000${err instanceof Error ? err.message : String(err)}`);
+      if (heldBack === null) return;
+      const leftOut = heldBack.count > 0 ? { same_problems_unwritten: heldBack.count, unwritten_after_ms_ago: heldBack.lastWrittenMsAgo } : {};
+      logger.event('key_store_problem', { err, context, ...leftOut });
+    },
   });
 }
 

@@ -3,6 +3,7 @@ import http from 'node:http';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { KEY_STORE_PROBLEM_EVERY_MS } from '../../src/gateway.js';
 import { createKey, runCli, startServe, type ServeProcess } from '../helpers/cli.js';
 import { bearer, request } from '../helpers/http.js';
 import { openRaw, parseRawResponses, sendUntilServerCloses } from '../helpers/raw.js';
@@ -285,6 +286,30 @@ describe('metrics, health and readiness', () => {
     expect(typeof line.duration_ms).toBe('number');
     expect(typeof line.upstream_ms).toBe('number');
   });
+});
+
+describe('a key store problem that repeats', () => {
+  it('is logged once per period, the next line saying how many were left out', async () => {
+    // A Redis user without channel rights: lookups work, every SUBSCRIBE is refused (NOPERM), ten times a second.
+    const user = `${redis.prefix.replace(/:$/, '')}-nochannels`;
+    await redis.client.call('ACL', 'SETUSER', user, 'on', '>pw', '~*', 'resetchannels', '+@all');
+    const url = new URL(redis.url);
+    url.username = user;
+    url.password = 'pw';
+    const g = await startServe({ REDIS_URL: url.toString(), REDIS_KEY_PREFIX: redis.prefix, UPSTREAM_URL: upstream.url, POLICY_FILE: policyFile });
+    try {
+      const problems = () => g.logLines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.event === 'key_store_problem' && l.context === 'subscribing to key change notices');
+      const second = await waitFor(() => problems()[1], { timeoutMs: KEY_STORE_PROBLEM_EVERY_MS + 3_000, what: 'the next line of the same problem' });
+      const [first] = problems();
+      expect(problems()).toHaveLength(2);
+      expect((second.time as number) - (first!.time as number)).toBeGreaterThanOrEqual(KEY_STORE_PROBLEM_EVERY_MS - 100);
+      expect(second.same_problems_unwritten).toBeGreaterThan(5);
+      expect(JSON.stringify(problems())).not.toContain('pw@');
+    } finally {
+      await g.stop();
+      await redis.client.call('ACL', 'DELUSER', user);
+    }
+  }, KEY_STORE_PROBLEM_EVERY_MS + 15_000);
 });
 
 describe('ADMIN_TOKEN', () => {
