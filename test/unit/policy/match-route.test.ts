@@ -114,21 +114,11 @@ describe('queryAllowed with the shipped policy', () => {
   });
 
   /** The statement routes alone, each with the query declaration given (`''`: none). */
-  const statementsWithQuery = (query: string) => {
-    const result = parsePolicy(
-      `version: 1
-acquirer_header: X-Acquirer-Id
-permissions:
-  - { name: eod_list, description: List statements }
-routes:
-  - { id: list, method: GET, path: ${LIST}, permissions: [eod_list]${query} }
-  - { id: csv, method: GET, path: /v1/acquirer/eod_statements/:id.csv, params: { id: uuid }, permissions: [eod_list]${query} }
-`,
-      'p.yaml',
-    );
-    if (!result.ok) throw new Error(result.errors.map((e) => e.message).join('\n'));
-    return result.policy;
-  };
+  const statementsWithQuery = (query: string) =>
+    policyOfRoutes([
+      `{ id: list, method: GET, path: ${LIST}, permissions: [eod_list]${query} }`,
+      `{ id: csv, method: GET, path: /v1/acquirer/eod_statements/:id.csv, params: { id: uuid }, permissions: [eod_list]${query} }`,
+    ]);
 
   it('lets a route that declares no query take none: forwarding any is asked for, never the default', () => {
     const policy = statementsWithQuery('');
@@ -149,23 +139,25 @@ routes:
 
 describe('HEAD', () => {
   it('matches only a route that declares it, never a GET route', () => {
-    const result = parsePolicy(
-      `version: 1
-acquirer_header: X-Acquirer-Id
-permissions:
-  - { name: eod_list, description: List statements }
-routes:
-  - { id: csv, method: GET, path: /v1/statements/:id.csv, params: { id: uuid }, permissions: [eod_list] }
-  - { id: csv_head, method: HEAD, path: /v1/statements/:id.csv, params: { id: uuid }, permissions: [eod_list] }
-  - { id: list, method: GET, path: /v1/statements, permissions: [eod_list] }
-`,
-      'p.yaml',
-    );
-    if (!result.ok) throw new Error(result.errors.map((e) => e.message).join('\n'));
+    const policy = policyOfRoutes([
+      '{ id: csv, method: GET, path: /v1/statements/:id.csv, params: { id: uuid }, permissions: [eod_list] }',
+      '{ id: csv_head, method: HEAD, path: /v1/statements/:id.csv, params: { id: uuid }, permissions: [eod_list] }',
+      '{ id: list, method: GET, path: /v1/statements, permissions: [eod_list] }',
+    ]);
     const id = (method: string, target: string) => {
-      const match = matchRoute(result.policy, method, target);
+      const match = matchRoute(policy, method, target);
       return match.kind === 'matched' ? match.route.id : match.kind;
     };
     expect([id('HEAD', `/v1/statements/${STATEMENT_ID}.csv`), id('GET', `/v1/statements/${STATEMENT_ID}.csv`), id('HEAD', '/v1/statements')]).toEqual(['csv_head', 'csv', 'not_found']);
   });
 });
+
+/** A policy of one permission, eod_list, and the routes given (YAML flow mappings). */
+function policyOfRoutes(routes: string[]): CompiledPolicy {
+  const result = parsePolicy(
+    `version: 1\nacquirer_header: X-Acquirer-Id\npermissions:\n  - { name: eod_list, description: List statements }\nroutes:\n${routes.map((r) => `  - ${r}\n`).join('')}`,
+    'p.yaml',
+  );
+  if (!result.ok) throw new Error(result.errors.map((e) => e.message).join('\n'));
+  return result.policy;
+}
