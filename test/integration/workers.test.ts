@@ -339,7 +339,8 @@ if (cluster.isWorker && cluster.worker.id === 1) {
     writeFileSync(policyFile, SHIPPED_POLICY);
     const g = await startServe({ ...env, WORKERS: '2', POLICY_FILE: policyFile, NODE_OPTIONS: FIRST_WORKER_CORRUPTS_UPDATES });
     try {
-      expect((await request(g.adminUrl, '/readyz')).status).toBe(200);
+      // Ready first: each worker's key store may still be connecting when the primary says it listens.
+      await waitFor(async () => (await request(g.adminUrl, '/readyz')).status === 200, { what: 'both workers ready' });
       const changed = `${SHIPPED_POLICY}\n# changed\n`;
       writeFileSync(policyFile, changed);
       const failed = await waitFor(() => logEntries(g).find((e) => e.event === 'policy_not_applied'), { what: "the worker's refusal" });
