@@ -9,7 +9,7 @@ declare global {
     interface Locals {
       /** The policy this request is judged by, fixed when it arrives (a reload does not change it mid-way). */
       policy: CompiledPolicy;
-      /** Taken from a valid incoming X-Request-Id or generated; sent upstream and back. */
+      /** The gateway's own (a UUID), whatever the client sent; sent upstream and back. */
       requestId: string;
       /** performance.now() when the request arrived (ms, monotonic). */
       startedAt: number;

@@ -4,16 +4,12 @@ import { ERROR_CODES, type DenialReason, type ErrorDefinition } from '../errors/
 import type { Logger } from '../observability/logger/logger.js';
 import { clientText, peerAddress, requestClient } from '../net/client-address.js';
 import type { IpAllowlist } from '../net/ip-allowlist.js';
-import { loggedPath, writeAccessLine, writeAuditLine } from '../observability/access-line.js';
+import { clientRequestId, loggedPath, writeAccessLine, writeAuditLine } from '../observability/access-line.js';
 import type { CompiledPolicy } from '../policy/compile.js';
-import { holdsKey } from '../secrets/redact.js';
 import { createRequestLocals } from './request-context.js';
 import { countRequest } from '../observability/metrics/count-request.js';
 import { UNMATCHED_ROUTE } from '../observability/metrics/labels.js';
 import type { GatewayMetrics } from '../observability/metrics/metrics.js';
-
-/** An incoming request id is kept only if it is short and plain: it goes into logs and upstream. */
-const VALID_REQUEST_ID = /^[A-Za-z0-9._:@-]{1,128}$/;
 
 export interface RequestObserverDeps {
   readonly policy: () => CompiledPolicy;
@@ -29,10 +25,11 @@ export interface RequestObserverDeps {
 export function createRequestObserver({ policy, metrics, logger, trustedProxies }: RequestObserverDeps): RequestHandler {
   return function requestObserver(req, res, next) {
     const startedAt = performance.now(); // a number: hrtime.bigint() allocates a BigInt per call
-    const incoming = req.headers['x-request-id'];
-    // One that holds a key (a client's own, pasted into the wrong header) is replaced: kept, it would
-    // go upstream and come back, where the Authorization header never goes.
-    const requestId = typeof incoming === 'string' && VALID_REQUEST_ID.test(incoming) && !holdsKey(incoming) ? incoming : randomUUID();
+    // Always the gateway's own: a client's id is neither unique nor the gateway's to vouch for in
+    // logs and upstream; the access line shows it apart (client_request_id).
+    const requestId = randomUUID();
+    // Read now: the proxy puts the gateway's own into the headers it forwards.
+    const clientId = req.headers['x-request-id'];
     // Replaces Express's own (empty) locals: see createRequestLocals.
     const locals = createRequestLocals(policy(), requestId, startedAt);
     res.locals = locals;
@@ -66,6 +63,7 @@ export function createRequestObserver({ policy, metrics, logger, trustedProxies 
       writeAccessLine(
         logger,
         locals.requestId,
+        clientRequestId(clientId),
         req.method,
         path,
         routeId,

@@ -10,7 +10,7 @@ import { countRequest } from '../observability/metrics/count-request.js';
 import { bodyTimedOut } from '../plugins/request-body/read-body.js';
 import { UNMATCHED_ROUTE } from '../observability/metrics/labels.js';
 import type { GatewayMetrics } from '../observability/metrics/metrics.js';
-import { loggedPath, writeAccessLine, writeAuditLine } from '../observability/access-line.js';
+import { clientRequestId, loggedPath, writeAccessLine, writeAuditLine } from '../observability/access-line.js';
 
 type RequestHandler = (req: http.IncomingMessage, res: http.ServerResponse) => void;
 
@@ -37,7 +37,7 @@ export function attachHttpEdge(server: http.Server, { app, answers, metrics, log
   const observeRefusal = (status: 400 | 431, code: 'BAD_REQUEST' | 'HEADERS_TOO_LARGE', requestId: string, socket: Socket, req?: http.IncomingMessage) => {
     countRequest(metrics, UNMATCHED_ROUTE, req?.method, status, code);
     const path = req?.url === undefined ? null : loggedPath(req.url);
-    writeAccessLine(logger, requestId, req?.method ?? null, path, null, status, 'bad_request', code, null, null, peerText(socket), null, null, null, null);
+    writeAccessLine(logger, requestId, clientRequestId(req?.headers['x-request-id']), req?.method ?? null, path, null, status, 'bad_request', code, null, null, peerText(socket), null, null, null, null);
     writeAuditLine(logger, { requestId, method: req?.method, path, route: null, status, keyId: null, acquirerId: null, client: peerText(socket), bodyBytes: null });
   };
 

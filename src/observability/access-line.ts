@@ -4,7 +4,7 @@
  * whoever writes it (the app's observer, or the HTTP edge for requests refused before the app).
  */
 import type { Logger } from './logger/logger.js';
-import { redactKeysAndBodies } from '../secrets/redact.js';
+import { holdsKey, redactKeysAndBodies } from '../secrets/redact.js';
 
 /**
  * The request-target as an access line shows it: cut at 512 characters, and a key's random part on
@@ -14,9 +14,20 @@ export function loggedPath(url: string): string {
   return redactKeysAndBodies(url.length > 512 ? url.slice(0, 512) + '…' : url);
 }
 
+const CLIENT_REQUEST_ID_MAX = 128;
+
 /**
- * Writes the access line. Its fields, in order (null for what was never known): the request id,
- * method, path (loggedPath), route id, status (0: none reached the client), decision, error code,
+ * A client's own `X-Request-Id`, as the access line shows it beside the gateway's: at most 128
+ * characters, each outside visible ASCII made `_`; null when there is none or it holds a key.
+ */
+export function clientRequestId(header: string | string[] | undefined): string | null {
+  if (typeof header !== 'string' || header === '' || holdsKey(header)) return null;
+  return header.slice(0, CLIENT_REQUEST_ID_MAX).replace(/[^\x21-\x7e]/g, '_');
+}
+
+/**
+ * Writes the access line. Its fields, in order (null for what was never known): the request id
+ * (always the gateway's own), the client's X-Request-Id (clientRequestId), method, path (loggedPath), route id, status (0: none reached the client), decision, error code,
  * acquirer id, key id, client address as judged, duration and upstream time in ms (to the
  * microsecond), the upstream status the gateway replaced, whether the response completed. Taken as
  * arguments, not a record, so that the one record is built here, in this order.
@@ -25,6 +36,7 @@ export function loggedPath(url: string): string {
 export function writeAccessLine(
   logger: Logger,
   requestId: string,
+  clientId: string | null,
   method: string | null,
   path: string | null,
   route: string | null,
@@ -42,6 +54,7 @@ export function writeAccessLine(
   const line = {
     event: 'request',
     request_id: requestId,
+    client_request_id: clientId,
     method,
     path,
     route,

@@ -273,18 +273,34 @@ describe('metrics, health and readiness', () => {
     }
   });
 
-  it('carries a request id: a valid one is kept, sent upstream and returned; otherwise one is made', async () => {
-    const kept = await request(g.url, LIST, { ...bearer(key), 'x-request-id': 'trace-123' });
-    expect(kept.headers['x-request-id']).toBe('trace-123');
-    expect(upstream.received.at(-1)!.headers['x-request-id']).toBe('trace-123');
-    const refused = await request(g.url, LIST, { 'x-request-id': 'bad id with spaces' });
-    expect(refused.status).toBe(401);
-    expect(refused.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
-    const line = await waitFor(() => g.logLines.map((l) => JSON.parse(l)).find((e) => e.request_id === 'trace-123'), { what: 'the access line' });
-    expect(line).toMatchObject({ event: 'request', route: 'eod_statements_list', status: 200, decision: 'allowed', acquirer_id: 'acq_1', client: '127.0.0.1' });
+  it("carries the gateway's own request id, sent upstream and returned; the client's is only logged, bounded and sanitised", async () => {
+    const sent = await request(g.url, LIST, { ...bearer(key), 'x-request-id': 'trace-123' });
+    const id = String(sent.headers['x-request-id']);
+    expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(upstream.received.at(-1)!.headers['x-request-id']).toBe(id);
+    const line = await waitFor(() => g.logLines.map((l) => JSON.parse(l)).find((e) => e.request_id === id), { what: 'the access line' });
+    expect(line).toMatchObject({ event: 'request', client_request_id: 'trace-123', route: 'eod_statements_list', status: 200, decision: 'allowed', acquirer_id: 'acq_1', client: '127.0.0.1' });
     expect(line.key_id).toMatch(/^key_/);
     expect(typeof line.duration_ms).toBe('number');
     expect(typeof line.upstream_ms).toBe('number');
+
+    // Two clients sending the same id get two ids; a long or odd one is cut and made plain; a key is never logged.
+    const again = await request(g.url, LIST, { ...bearer(key), 'x-request-id': 'trace-123' });
+    expect(again.headers['x-request-id']).not.toBe(id);
+    const odd = await request(g.url, LIST, { 'x-request-id': `bad id\twith "quotes" ${'x'.repeat(200)}` });
+    const pasted = await request(g.url, LIST, { 'x-request-id': key });
+    expect([odd.status, pasted.status]).toEqual([401, 401]);
+    const lines = await waitFor(
+      () => {
+        const all = g.logLines.map((l) => JSON.parse(l) as Record<string, unknown>);
+        const found = [odd, pasted].map((r) => all.find((e) => e.event === 'request' && e.request_id === r.headers['x-request-id']));
+        return found.every(Boolean) ? found : undefined;
+      },
+      { what: 'both access lines' },
+    );
+    expect(lines[0]!.client_request_id).toBe(`bad_id_with_"quotes"_${'x'.repeat(128 - 21)}`);
+    expect(lines[1]!.client_request_id).toBeNull();
+    expect(g.logLines.join('\n')).not.toContain(key.slice('acquirer_key_'.length));
   });
 });
 

@@ -1,6 +1,6 @@
 import { Writable } from 'node:stream';
 import { createLogger } from '../../../src/observability/logger/logger.js';
-import { loggedPath, writeAccessLine } from '../../../src/observability/access-line.js';
+import { clientRequestId, loggedPath, writeAccessLine } from '../../../src/observability/access-line.js';
 
 const KEY = `acquirer_key_${'S'.repeat(43)}`;
 
@@ -240,7 +240,7 @@ describe('the access line\'s path', () => {
 });
 
 describe('the access line', () => {
-  const fields = ['event', 'request_id', 'method', 'path', 'route', 'status', 'decision', 'code', 'acquirer_id', 'key_id', 'client', 'duration_ms', 'upstream_ms', 'upstream_status', 'completed'];
+  const fields = ['event', 'request_id', 'client_request_id', 'method', 'path', 'route', 'status', 'decision', 'code', 'acquirer_id', 'key_id', 'client', 'duration_ms', 'upstream_ms', 'upstream_status', 'completed'];
 
   it.each([
     [200, true, 30],
@@ -249,9 +249,24 @@ describe('the access line', () => {
     [200, false, 40],
   ])('has its fields in one order, and a status %i that completed %j is written at level %i', (status, completed, level) => {
     const { lines, stream } = capture();
-    writeAccessLine(createLogger('info', stream), 'r1', 'GET', '/v1/x', 'things', status, 'allowed', null, 'acq_1', 'key_1', '203.0.113.5', 1.25, 0.5, null, completed);
+    writeAccessLine(createLogger('info', stream), 'r1', 'their-1', 'GET', '/v1/x', 'things', status, 'allowed', null, 'acq_1', 'key_1', '203.0.113.5', 1.25, 0.5, null, completed);
     const line = JSON.parse(lines[0]!) as Record<string, unknown>;
     expect(Object.keys(line)).toEqual(['level', 'time', 'service', ...fields, 'msg']);
-    expect(line).toMatchObject({ level, event: 'request', status, completed, duration_ms: 1.25, upstream_ms: 0.5, code: null, msg: 'request' });
+    expect(line).toMatchObject({ level, event: 'request', request_id: 'r1', client_request_id: 'their-1', status, completed, duration_ms: 1.25, upstream_ms: 0.5, code: null, msg: 'request' });
+  });
+});
+
+describe('clientRequestId', () => {
+  it.each([
+    [undefined, null],
+    ['', null],
+    [['a', 'b'], null],
+    ['trace-123', 'trace-123'],
+    ['a b\tc\u00e9', 'a_b_c_'],
+    ['x'.repeat(300), 'x'.repeat(128)],
+    [`acquirer_key_${'A1b2'.repeat(11)}`, null],
+    [`${'A1b2_'.repeat(10)}`, null],
+  ])('shows %j as %j', (header, shown) => {
+    expect(clientRequestId(header as string | string[] | undefined)).toBe(shown);
   });
 });
