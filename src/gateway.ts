@@ -8,7 +8,7 @@ import { createApp } from './app/create-app.js';
 import type { Config } from './config/env.js';
 import { createGatewayServer, type GatewayServer } from './http/create-server.js';
 import { listen } from './http/listen.js';
-import { KeyResolver } from './keys/key-resolver.js';
+import { KeyResolver, type StoreHealth } from './keys/key-resolver.js';
 import type { KeyStore } from './keys/key-store.js';
 import { RedisKeyStore } from './keys/redis-key-store.js';
 import { youngCollector } from './node-internals/young-collection.js';
@@ -101,7 +101,7 @@ export async function startGateway(config: Config, { logger, policy: initialPoli
   const app = createApp({ policy: policy.get, resolver, trustedProxies: config.trustedProxyList, proxy, logger, metrics, acquirerMaxInFlight: config.acquirerMaxInFlight });
   const http = createGatewayServer(config, app, { metrics, logger });
   let shuttingDown = false;
-  const readiness = (): ReadinessCheck => ({ policy: 'ok', key_store: resolver.storeAvailable ? 'ok' : 'unavailable', shutdown: shuttingDown ? 'in_progress' : 'no' });
+  const readiness = (): ReadinessCheck => ({ policy: 'ok', key_store: keyStoreReadiness(resolver), shutdown: shuttingDown ? 'in_progress' : 'no' });
   const admin = worker ? null : createAdminServer({ metrics: { contentType: metrics.registry.contentType, text: () => metrics.registry.metrics() }, readiness, token: config.adminToken });
   const { port, adminPort } = await listenBoth(http, admin, config);
   logListening(logger, config, { port, adminPort, policy: policy.get(), collectYoung: collectYoung !== undefined });
@@ -166,19 +166,29 @@ function createResolver(config: Config, store: KeyStore, metrics: GatewayMetrics
   const resolver = new KeyResolver(store, {
     ttlMs: config.keyCacheTtlMs,
     maxEntries: config.keyCacheMaxEntries,
-    negativeTtlMs: config.keyNegativeCacheTtlMs,
     negativeMaxEntries: config.keyCacheMaxEntries,
     outageGraceMs: config.keyOutageGraceMs,
     onResolution: (layer, result) => metrics.keyResolutions.inc({ layer, result }),
-    onStoreHealth: (healthy) => metrics.keyStoreUp.set(healthy ? 1 : 0),
+    onStoreHealth: (health) => reportStoreHealth(metrics, health),
   });
-  metrics.keyStoreUp.set(resolver.storeAvailable ? 1 : 0);
+  reportStoreHealth(metrics, { available: resolver.storeAvailable, notices: resolver.changeNotices });
   // Watched after the resolver, so that a change is timed once it is applied. Clocks of two hosts:
   // a negative span (skew) counts as none.
   store.watch((event) => {
     if (event.type === 'changed' && event.publishedAt !== undefined) metrics.keyChangePropagation.observe(Math.max(0, Date.now() - event.publishedAt) / 1000);
   });
   return resolver;
+}
+
+/** What readiness says of the key store: without change notices it serves (verdicts trusted 1 s), so it is ready. */
+function keyStoreReadiness(resolver: KeyResolver): ReadinessCheck['key_store'] {
+  if (!resolver.storeAvailable) return 'unavailable';
+  return resolver.changeNotices ? 'ok' : 'no_change_notices';
+}
+
+function reportStoreHealth(metrics: GatewayMetrics, health: StoreHealth): void {
+  metrics.keyStoreUp.set(health.available ? 1 : 0);
+  metrics.keyChangeNoticesUp.set(health.notices ? 1 : 0);
 }
 
 /** The public listener, then the admin one; a failure says which (ListenError), and closes what was opened. */

@@ -3,7 +3,8 @@ import http from 'node:http';
 
 export interface ReadinessCheck {
   readonly policy: 'ok' | 'not_loaded';
-  readonly key_store: 'ok' | 'unavailable';
+  /** `no_change_notices`: ready, each verdict trusted for 1 s only; `unavailable`: Redis does not answer lookups. */
+  readonly key_store: 'ok' | 'no_change_notices' | 'unavailable';
   readonly shutdown: 'no' | 'in_progress';
   /** With WORKERS above 1: every worker is running and answered. */
   readonly workers?: 'ok' | 'missing';
@@ -42,7 +43,7 @@ export const ADMIN_LIMITS: AdminLimits = { maxConnections: 32, headersTimeoutMs:
 export type AdminServer = http.Server;
 
 export function isReady(checks: ReadinessCheck): boolean {
-  return checks.policy === 'ok' && checks.key_store === 'ok' && checks.shutdown === 'no' && (checks.workers ?? 'ok') === 'ok';
+  return checks.policy === 'ok' && checks.key_store !== 'unavailable' && checks.shutdown === 'no' && (checks.workers ?? 'ok') === 'ok';
 }
 
 function json(res: http.ServerResponse, status: number, body: unknown): void {

@@ -104,7 +104,7 @@ async function clusterReadiness(questions: WorkerQuestions, workers: Worker[], a
   const all = answers.map((answer) => answer.readiness!);
   return {
     policy: all.every((c) => c.policy === 'ok') && answers.every((answer) => answer.policy === accepted) ? 'ok' : 'not_loaded',
-    key_store: all.every((c) => c.key_store === 'ok') ? 'ok' : 'unavailable',
+    key_store: worst(all.map((c) => c.key_store)),
     shutdown: supervisor?.stopping === true ? 'in_progress' : 'no',
     // Whether every worker is there and staying; why one is not ready is in the checks above.
     workers: all.length === supervisor?.counts.wanted && all.every((c) => c.shutdown === 'no') ? 'ok' : 'missing',
@@ -120,4 +120,10 @@ async function stopAll(reason: string, exitCode: number, { logger, policyFile, s
   await new Promise((resolve) => admin.close(resolve));
   logger.event('stopped', { failed_workers: supervisor.failedExits });
   process.exit(supervisor.failedExits > 0 ? 1 : exitCode);
+}
+
+/** The key store as the least ready worker sees it. */
+function worst(states: ReadinessCheck['key_store'][]): ReadinessCheck['key_store'] {
+  if (states.includes('unavailable')) return 'unavailable';
+  return states.includes('no_change_notices') ? 'no_change_notices' : 'ok';
 }

@@ -18,9 +18,10 @@ export const DEFAULT_REDIS_HEALTH_CHECK_INTERVAL_MS = 1_000;
 
 export const DEFAULT_KEY_CACHE_TTL_MS = 60_000;
 export const DEFAULT_KEY_CACHE_MAX_ENTRIES = 10_000;
-export const DEFAULT_NEGATIVE_CACHE_TTL_MS = 10_000;
 export const DEFAULT_NEGATIVE_CACHE_MAX_ENTRIES = 10_000;
 export const DEFAULT_OUTAGE_GRACE_MS = 30_000;
+/** Without change notices (the subscription is down while lookups work), how long a cached verdict is trusted. */
+export const NOTICELESS_TRUST_MS = 1_000;
 /** While key lookups fail, how often the resolver makes one of its own to see whether Redis answers again. */
 export const DEFAULT_FAILURE_PROBE_INTERVAL_MS = 1_000;
 

@@ -14,7 +14,6 @@ import {
   DEFAULT_KEY_CACHE_MAX_ENTRIES,
   DEFAULT_KEY_CACHE_TTL_MS,
   DEFAULT_MAX_CONNECTIONS,
-  DEFAULT_NEGATIVE_CACHE_TTL_MS,
   DEFAULT_OUTAGE_GRACE_MS,
   DEFAULT_POLICY_FILE,
   DEFAULT_PORT,
@@ -169,8 +168,8 @@ export const CONFIG_FIELDS = {
   keyCacheTtlMs: field({
     env: 'KEY_CACHE_TTL_MS',
     default: String(DEFAULT_KEY_CACHE_TTL_MS),
-    summary: 'a valid key is trusted in-process this long',
-    description: 'How long a valid key is trusted in-process before Redis is asked again. Changes arrive sooner, by pub/sub.',
+    summary: 'any verdict on a key is trusted in-process this long',
+    description: 'How long any verdict on a key (valid, disabled or unknown alike, so that none can be told from another by when it is asked again) is trusted in-process before Redis is asked again. Changes arrive sooner, by change notices; while those are down (the subscription refused or reconnecting) a verdict is trusted for 1 s at most.',
     schema: integer(0, 86_400_000),
   }),
   keyCacheMaxEntries: field({
@@ -180,13 +179,6 @@ export const CONFIG_FIELDS = {
     description:
       'Keys kept in-process, at most (least recently used go first). Unknown keys have a cache of the same size of their own. Both reserve their memory at start-up, about 16 bytes an entry each, in every process: 10,000,000 takes about 300 MiB before any key is cached.',
     schema: integer(1, 10_000_000),
-  }),
-  keyNegativeCacheTtlMs: field({
-    env: 'KEY_NEGATIVE_CACHE_TTL_MS',
-    default: String(DEFAULT_NEGATIVE_CACHE_TTL_MS),
-    summary: 'an unknown key is remembered as unknown this long',
-    description: 'How long an unknown key is remembered as unknown.',
-    schema: integer(0, 3_600_000),
   }),
   keyOutageGraceMs: field({
     env: 'KEY_OUTAGE_GRACE_MS',

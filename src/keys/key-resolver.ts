@@ -4,26 +4,14 @@ import {
   DEFAULT_KEY_CACHE_MAX_ENTRIES,
   DEFAULT_KEY_CACHE_TTL_MS,
   DEFAULT_NEGATIVE_CACHE_MAX_ENTRIES,
-  DEFAULT_NEGATIVE_CACHE_TTL_MS,
   DEFAULT_OUTAGE_GRACE_MS,
+  NOTICELESS_TRUST_MS,
 } from '../config/defaults.js';
-import { compileAllowlist, type IpAllowlist } from '../net/ip-allowlist.js';
-import type { ApiKeyRecord } from './api-key.js';
 import { CorruptKeyRecordError, type KeyStore, type KeyStoreEvent } from './key-store.js';
+import { DISABLED, toVerdict, UNKNOWN, type KeyVerdict } from './key-verdict.js';
+import { StoreOutage } from './store-outage.js';
 
-/** A usable key, with what the request path needs precomputed once per fetch. */
-export interface ResolvedKey {
-  readonly id: string;
-  readonly acquirerId: string;
-  readonly permissions: ReadonlySet<string>;
-  /** null: any address may use the key. */
-  readonly allowlist: IpAllowlist | null;
-}
-
-export type KeyVerdict =
-  | { readonly kind: 'valid'; readonly key: ResolvedKey }
-  | { readonly kind: 'unknown' }
-  | { readonly kind: 'disabled' };
+export type { KeyVerdict, ResolvedKey } from './key-verdict.js';
 
 /** The store could not answer and nothing cached may stand in for it. */
 export class KeyStoreUnavailableError extends Error {
@@ -37,12 +25,15 @@ export class KeyStoreUnavailableError extends Error {
 const PROBE_HASH = '0'.repeat(64);
 
 export interface KeyResolverOptions {
-  /** How long a valid key is trusted without asking the store again (change notices usually come first). */
+  /**
+   * How long any verdict (valid, disabled, unknown) is trusted without asking the store again, while
+   * change notices are live (they usually come first). One lifetime, so no verdict ages differently.
+   */
   readonly ttlMs?: number;
   readonly maxEntries?: number;
-  /** How long "no such key" is remembered, so a flood of one bad key does not reach the store. */
-  readonly negativeTtlMs?: number;
-  /** Kept apart from valid keys, so a flood of random keys cannot evict them. */
+  /** Without change notices, how long a verdict is trusted (NOTICELESS_TRUST_MS); at most ttlMs. */
+  readonly noticelessTrustMs?: number;
+  /** "No such key" is kept apart from known keys, so a flood of random keys cannot evict them. */
   readonly negativeMaxEntries?: number;
   /** While the store is unreachable, cached valid keys keep working for this long, then fail closed. */
   readonly outageGraceMs?: number;
@@ -51,82 +42,76 @@ export interface KeyResolverOptions {
   /** Told where each resolution was answered, for metrics. */
   readonly onResolution?: (layer: 'memory' | 'redis', result: KeyResolutionResult) => void;
   /** Told when the store's health changes (as far as this resolver can tell), for readiness and metrics. */
-  readonly onStoreHealth?: (healthy: boolean) => void;
+  readonly onStoreHealth?: (health: StoreHealth) => void;
   /** While lookups fail, one of the resolver's own this often (DEFAULT_FAILURE_PROBE_INTERVAL_MS). */
   readonly failureProbeIntervalMs?: number;
 }
 
 export type KeyResolutionResult = 'hit' | 'negative_hit' | 'coalesced' | 'miss' | 'error';
 
-type CachedVerdict = { readonly verdict: KeyVerdict; readonly fetchedAt: number };
-
-const UNKNOWN: KeyVerdict = Object.freeze({ kind: 'unknown' });
-const DISABLED: KeyVerdict = Object.freeze({ kind: 'disabled' });
-
-function toVerdict(record: ApiKeyRecord | null): KeyVerdict {
-  if (record === null) return UNKNOWN;
-  if (record.disabled_at !== null) return DISABLED;
-  return {
-    kind: 'valid',
-    key: {
-      id: record.id,
-      acquirerId: record.acquirer_id,
-      permissions: new Set(record.permissions),
-      allowlist: record.allowed_ips.length === 0 ? null : compileAllowlist(record.allowed_ips),
-    },
-  };
+/** `available`: lookups are answered; `notices`: change notices arrive too. */
+export interface StoreHealth {
+  readonly available: boolean;
+  readonly notices: boolean;
 }
+
+type CachedVerdict = { readonly verdict: KeyVerdict; readonly fetchedAt: number };
 
 /**
  * The in-process cache in front of a KeyStore. A hit costs no store round trip. Concurrent misses
- * for one key share a single lookup. Change notices evict at once; a store that reconnected its
- * notices drops everything but disabled verdicts, which stay until evicted: a key is never re-enabled.
+ * for one key share a single lookup. Every verdict lives as long (ttlMs, or NOTICELESS_TRUST_MS while
+ * change notices are down); change notices evict at once. A key seen disabled is remembered apart,
+ * so a store that loses the disable (an older snapshot) cannot bring it back here.
  */
 export class KeyResolver {
   readonly #store: KeyStore;
   readonly #ttlMs: number;
-  readonly #negativeTtlMs: number;
-  readonly #outageGraceMs: number;
+  readonly #noticelessTrustMs: number;
   readonly #now: () => number;
   readonly #onResolution: NonNullable<KeyResolverOptions['onResolution']>;
-  readonly #onStoreHealth: NonNullable<KeyResolverOptions['onStoreHealth']>;
+  #onStoreHealth: NonNullable<KeyResolverOptions['onStoreHealth']> = () => {};
   readonly #known: LRUCache<string, CachedVerdict>;
   readonly #unknown: LRUCache<string, number>;
+  /** Hashes of keys seen disabled: consulted after every lookup, so it costs every class the same. */
+  readonly #disabled: LRUCache<string, true>;
   readonly #inFlight = new Map<string, Promise<KeyVerdict>>();
   readonly #unwatch: () => void;
   /** Bumped on every eviction, so a lookup that started before a change cannot re-cache the old record. */
   #generation = 0;
-  /** Since when the store said it cannot answer or notify; null while healthy. */
-  #storeDownSince: number | null = null;
-  /** Since when lookups have been failing; null after a success. */
-  #failingSince: number | null = null;
-  readonly #failureProbeIntervalMs: number;
-  /**
-   * While lookups fail: a lookup of the resolver's own, on a timer. Only a lookup that succeeds ends
-   * a failure that only lookups saw (a command that timed out in a stall, while neither connection
-   * dropped), and a gateway its readiness took out of service gets none from traffic.
-   */
-  #failureProbe: NodeJS.Timeout | undefined;
-  #closed = false;
+  readonly #outage: StoreOutage;
+  /** Whether change notices arrive (the store says so); without them verdicts are trusted briefly. */
+  #notices = false;
+  #reported: StoreHealth | undefined;
 
   constructor(store: KeyStore, options: KeyResolverOptions = {}) {
     this.#store = store;
     this.#ttlMs = options.ttlMs ?? DEFAULT_KEY_CACHE_TTL_MS;
-    this.#negativeTtlMs = options.negativeTtlMs ?? DEFAULT_NEGATIVE_CACHE_TTL_MS;
-    this.#outageGraceMs = options.outageGraceMs ?? DEFAULT_OUTAGE_GRACE_MS;
+    this.#noticelessTrustMs = Math.min(this.#ttlMs, options.noticelessTrustMs ?? NOTICELESS_TRUST_MS);
     this.#now = options.now ?? (() => performance.now());
     this.#onResolution = options.onResolution ?? (() => {});
-    this.#onStoreHealth = options.onStoreHealth ?? (() => {});
-    this.#failureProbeIntervalMs = options.failureProbeIntervalMs ?? DEFAULT_FAILURE_PROBE_INTERVAL_MS;
-    this.#known = new LRUCache({ max: options.maxEntries ?? DEFAULT_KEY_CACHE_MAX_ENTRIES });
+    this.#outage = new StoreOutage({
+      now: this.#now,
+      graceMs: options.outageGraceMs ?? DEFAULT_OUTAGE_GRACE_MS,
+      ttlMs: this.#ttlMs,
+      probeIntervalMs: options.failureProbeIntervalMs ?? DEFAULT_FAILURE_PROBE_INTERVAL_MS,
+      probe: () => store.findByHash(PROBE_HASH).then(() => {}, (err: unknown) => {
+        if (!(err instanceof CorruptKeyRecordError)) throw err; // a corrupt record: the store answered
+      }),
+      onChange: () => this.#reportHealth(),
+    });
+    const max = options.maxEntries ?? DEFAULT_KEY_CACHE_MAX_ENTRIES;
+    this.#known = new LRUCache({ max });
     this.#unknown = new LRUCache({ max: options.negativeMaxEntries ?? DEFAULT_NEGATIVE_CACHE_MAX_ENTRIES });
+    this.#disabled = new LRUCache({ max: max * 10 });
     this.#unwatch = store.watch((event) => this.#onStoreEvent(event));
+    // Told of changes only: the store's health as of now (given by watch) is the caller's to read.
+    this.#onStoreHealth = options.onStoreHealth ?? (() => {});
   }
 
   /** Resolves a key by its hash. Rejects with KeyStoreUnavailableError rather than guess. */
   resolve(keyHash: string): Promise<KeyVerdict> {
     const remembered = this.fromMemory(keyHash);
-    return remembered !== undefined ? Promise.resolve(remembered) : this.#lookup(keyHash, this.#known.get(keyHash));
+    return remembered !== undefined ? Promise.resolve(remembered) : this.#lookup(keyHash, this.#cached(keyHash));
   }
 
   /**
@@ -134,83 +119,48 @@ export class KeyResolver {
    * Synchronous, so the request path pays no promise for a cached key.
    */
   fromMemory(keyHash: string): KeyVerdict | undefined {
+    const cached = this.#cached(keyHash);
+    if (cached === undefined) return undefined;
     const now = this.#now();
-    const cached = this.#known.get(keyHash);
-    if (cached !== undefined) {
-      if (cached.verdict.kind === 'disabled') {
-        this.#onResolution('memory', 'hit');
-        return cached.verdict;
-      }
-      const outageStart = this.#outageStart();
-      const trusted = outageStart === null ? now - cached.fetchedAt < this.#ttlMs : this.#standsIn(cached, now, outageStart);
-      if (trusted) {
-        this.#onResolution('memory', 'hit');
-        return cached.verdict;
-      }
-      // Expired, or an outage outlived the grace period (a disable may have been missed): ask again.
-    }
+    const trusted = this.#outage.start === null ? now - cached.fetchedAt < this.#trustMs() : this.#outage.standsIn(cached.fetchedAt, now);
+    if (!trusted) return undefined; // expired, or an outage outlived the grace (a disable may have been missed)
+    this.#onResolution('memory', cached.verdict === UNKNOWN ? 'negative_hit' : 'hit');
+    return cached.verdict;
+  }
+
+  #cached(keyHash: string): CachedVerdict | undefined {
+    const known = this.#known.get(keyHash);
+    if (known !== undefined) return known;
     const unknownAt = this.#unknown.get(keyHash);
-    if (unknownAt !== undefined && now - unknownAt < this.#negativeTtlMs) {
-      this.#onResolution('memory', 'negative_hit');
-      return UNKNOWN;
-    }
-    return undefined;
+    return unknownAt === undefined ? undefined : { verdict: UNKNOWN, fetchedAt: unknownAt };
   }
 
-  /** Whether the store is currently answering and notifying; for readiness. */
+  #trustMs(): number {
+    return this.#notices ? this.#ttlMs : this.#noticelessTrustMs;
+  }
+
+  /** Whether the store is currently answering lookups; for readiness. */
   get storeAvailable(): boolean {
-    return this.#outageStart() === null;
+    return this.#outage.start === null;
   }
 
-  #setFailing(failing: boolean): void {
-    const before = this.storeAvailable;
-    if (failing) this.#failingSince ??= this.#now();
-    else this.#failingSince = null;
-    if (failing && this.#failureProbe === undefined && !this.#closed) {
-      this.#failureProbe = setInterval(() => void this.#probe(), this.#failureProbeIntervalMs);
-      this.#failureProbe.unref();
-    } else if (!failing) {
-      this.#stopProbing();
-    }
-    if (this.storeAvailable !== before) this.#onStoreHealth(this.storeAvailable);
+  /** Whether change notices arrive; without them, verdicts are trusted for NOTICELESS_TRUST_MS only. */
+  get changeNotices(): boolean {
+    return this.#notices;
   }
 
-  async #probe(): Promise<void> {
-    try {
-      await this.#store.findByHash(PROBE_HASH);
-    } catch (err) {
-      if (!(err instanceof CorruptKeyRecordError)) return; // still failing: the next tick asks again
-    }
-    if (this.#failingSince !== null) this.#setFailing(false);
-  }
-
-  #stopProbing(): void {
-    clearInterval(this.#failureProbe);
-    this.#failureProbe = undefined;
+  /** Tells onStoreHealth of a change since it was last told (or since the store's first word). */
+  #reportHealth(): void {
+    const now = { available: this.storeAvailable, notices: this.#notices };
+    if (this.#reported !== undefined && now.available === this.#reported.available && now.notices === this.#reported.notices) return;
+    this.#reported = now;
+    this.#onStoreHealth(now);
   }
 
   /** Stops listening to the store, and probing it: a lookup still under way that fails starts nothing. */
   close(): void {
-    this.#closed = true;
     this.#unwatch();
-    this.#stopProbing();
-  }
-
-  /**
-   * Whether a cached valid verdict may answer for the store during an outage: for the grace from the
-   * outage's start, and only while Redis confirmed it within the TTL and the grace together. An
-   * answer of any age would let a record deleted by hand, or a disable whose notice was never
-   * published, come back for the length of any later blip; a silent outage is often first seen by
-   * the lookup of an entry that has just expired, which must still stand in.
-   */
-  #standsIn(cached: CachedVerdict, now: number, outageStart: number): boolean {
-    return now - outageStart < this.#outageGraceMs && now - cached.fetchedAt < this.#ttlMs + this.#outageGraceMs;
-  }
-
-  #outageStart(): number | null {
-    if (this.#storeDownSince === null) return this.#failingSince;
-    if (this.#failingSince === null) return this.#storeDownSince;
-    return Math.min(this.#storeDownSince, this.#failingSince);
+    this.#outage.close();
   }
 
   #lookup(keyHash: string, stale: CachedVerdict | undefined): Promise<KeyVerdict> {
@@ -222,9 +172,11 @@ export class KeyResolver {
     const generation = this.#generation;
     const lookup = this.#store.findByHash(keyHash).then(
       (record) => {
-        this.#setFailing(false);
+        this.#outage.answered();
         this.#onResolution('redis', record === null ? 'miss' : 'hit');
-        const verdict = toVerdict(record);
+        let verdict = toVerdict(record);
+        // Seen disabled once, disabled for good: the lookup is made all the same, for every class.
+        if (this.#disabled.get(keyHash) !== undefined && record !== null) verdict = DISABLED;
         if (generation === this.#generation) this.#remember(keyHash, verdict);
         return verdict;
       },
@@ -233,16 +185,14 @@ export class KeyResolver {
           // The store answered: only this record cannot be read, and only its key is refused. Taken
           // as an outage, it would leave the gateway not ready until some other lookup succeeded,
           // and a balancer that drains on readiness sends none.
-          this.#setFailing(false);
+          this.#outage.answered();
           this.#onResolution('redis', 'error');
           throw new KeyStoreUnavailableError(err);
         }
-        const now = this.#now();
-        this.#setFailing(true);
+        this.#outage.failed();
         this.#onResolution('redis', 'error');
-        const outageStart = this.#outageStart() ?? now;
         // An expired entry may stand in briefly: a blip in Redis must not log every client out.
-        if (stale !== undefined && this.#standsIn(stale, now, outageStart)) return stale.verdict;
+        if (stale !== undefined && this.#outage.standsIn(stale.fetchedAt, this.#now())) return stale.verdict;
         throw new KeyStoreUnavailableError(err);
       },
     );
@@ -254,15 +204,22 @@ export class KeyResolver {
   }
 
   #remember(keyHash: string, verdict: KeyVerdict): void {
-    if (verdict.kind === 'unknown') {
+    if (verdict === UNKNOWN) {
       // A record removed from the store (by hand, a flush, an eviction) is gone here too: left in
       // place, the old verdict would stand in for the store during the next outage.
       this.#known.delete(keyHash);
       this.#unknown.set(keyHash, this.#now());
-    } else {
-      this.#unknown.delete(keyHash);
-      this.#known.set(keyHash, { verdict, fetchedAt: this.#now() });
+      return;
     }
+    if (verdict === DISABLED) this.#disabled.set(keyHash, true);
+    this.#unknown.delete(keyHash);
+    this.#known.set(keyHash, { verdict, fetchedAt: this.#now() });
+  }
+
+  #forget(keyHash: string): void {
+    this.#known.delete(keyHash);
+    this.#unknown.delete(keyHash);
+    this.#inFlight.delete(keyHash);
   }
 
   #onStoreEvent(event: KeyStoreEvent): void {
@@ -270,36 +227,19 @@ export class KeyResolver {
       case 'changed':
         // A lookup already under way may have read the old record: later requests must not share it.
         this.#generation++;
-        // A disabled verdict stays, as on a resync: no change re-enables a key, and a store that lost
-        // the disable (an older snapshot) must not be asked whether it still holds.
-        if (this.#known.peek(event.keyHash)?.verdict.kind !== 'disabled') this.#known.delete(event.keyHash);
-        this.#unknown.delete(event.keyHash);
-        this.#inFlight.delete(event.keyHash);
+        this.#forget(event.keyHash);
         break;
-      case 'resync': {
+      case 'resync':
+        // Notices may have been missed: every verdict is asked again.
         this.#generation++;
-        // Notices may have been missed: every verdict is asked again, but a disabled one. A key is
-        // never re-enabled, so it cannot be stale, and a store that lost the disable (a Redis that
-        // restarted from an older snapshot) must not bring the key back here.
-        const stale: string[] = [];
-        for (const [keyHash, cached] of this.#known.entries()) if (cached.verdict.kind !== 'disabled') stale.push(keyHash);
-        for (const keyHash of stale) this.#known.delete(keyHash);
+        this.#known.clear();
         this.#unknown.clear();
         this.#inFlight.clear();
         break;
-      }
       case 'health': {
-        const before = this.storeAvailable;
-        // A store that says it is back is believed: a gateway taken out of service for failed lookups
-        // gets no traffic, so it would never see the successful lookup that clears the failure.
-        if (event.healthy) {
-          this.#storeDownSince = null;
-          this.#failingSince = null;
-          this.#stopProbing();
-        } else {
-          this.#storeDownSince ??= this.#now();
-        }
-        if (this.storeAvailable !== before || !event.healthy) this.#onStoreHealth(this.storeAvailable);
+        this.#notices = event.notices;
+        this.#outage.storeSays(event.available);
+        this.#reportHealth();
         break;
       }
     }

@@ -11,8 +11,11 @@ export type KeyStoreEvent =
   | { readonly type: 'changed'; readonly keyHash: string; readonly publishedAt?: number | undefined }
   /** Change notices may have been missed (the subscription reconnected): trust nothing cached. */
   | { readonly type: 'resync' }
-  /** Whether the store can currently answer and notify; while it cannot, cached keys are trusted only briefly. */
-  | { readonly type: 'health'; readonly healthy: boolean };
+  /**
+   * Whether the store can currently answer lookups (`available`; while it cannot, cached keys stand in
+   * for the outage grace only) and tell of changes (`notices`; without them, verdicts are trusted briefly).
+   */
+  | { readonly type: 'health'; readonly available: boolean; readonly notices: boolean };
 
 export type KeyStoreListener = (event: KeyStoreEvent) => void;
 

@@ -42,7 +42,7 @@ export class MemoryKeyStore implements KeyStore {
 
   watch(listener: KeyStoreListener): () => void {
     this.#listeners.add(listener);
-    listener({ type: 'health', healthy: true });
+    listener({ type: 'health', available: true, notices: true });
     return () => this.#listeners.delete(listener);
   }
 

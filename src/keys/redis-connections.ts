@@ -30,7 +30,7 @@ export class RedisConnections {
   readonly client: Redis;
   readonly #subscriber: Redis | undefined;
   readonly #options: RedisConnectionOptions;
-  #healthy = false;
+  #health: { available: boolean; notices: boolean } = { available: false, notices: false };
   #subscribed = false;
   /**
    * Why the SELECT of REDIS_URL's database failed on the latest connect (`ERR DB index is out of
@@ -84,9 +84,9 @@ export class RedisConnections {
     return this.client.options.db ?? 0;
   }
 
-  /** Whether Redis answers (on the database named) and, for a gateway, its change notices are subscribed. */
-  get healthy(): boolean {
-    return this.#healthy;
+  /** Whether Redis answers (on the database named), and whether change notices are subscribed (key administration subscribes to none). */
+  get health(): { readonly available: boolean; readonly notices: boolean } {
+    return this.#health;
   }
 
   /** Key administration: connect now, and fail with a clear error when Redis is not there. */
@@ -179,10 +179,10 @@ export class RedisConnections {
   }
 
   #updateHealth(): void {
-    const healthy =
-      this.client.status === 'ready' && this.#databaseRefused === undefined && this.#unanswered.size === 0 && (this.#subscriber === undefined || this.#subscribed);
-    if (healthy === this.#healthy) return;
-    this.#healthy = healthy;
-    this.#options.onEvent({ type: 'health', healthy });
+    const available = this.client.status === 'ready' && this.#databaseRefused === undefined && !this.#unanswered.has(this.client);
+    const notices = this.#subscriber !== undefined && this.#subscribed && !this.#unanswered.has(this.#subscriber);
+    if (available === this.#health.available && notices === this.#health.notices) return;
+    this.#health = { available, notices };
+    this.#options.onEvent({ type: 'health', available, notices });
   }
 }

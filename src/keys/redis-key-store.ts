@@ -9,6 +9,7 @@ import { DEFAULT_REDIS_KEY_PREFIX } from '../config/defaults.js';
 import type { ApiKeyRecord } from './api-key.js';
 import { ChangeNotAnnouncedError, ChangeUnconfirmedError, CorruptKeyRecordError, CreationUnconfirmedError, KeyDisabledError, KeyNotFoundError, type KeyChanges, type KeyStore, type KeyStoreListener } from './key-store.js';
 import { RedisConnections, type RedisConnectionOptions } from './redis-connections.js';
+import { STAND_IN_RECORD_JSON } from './key-verdict.js';
 import { KEY_HASH, parseRecord, RedisLayout } from './redis-layout.js';
 
 const MAX_OPTIMISTIC_RETRIES = 10;
@@ -83,7 +84,10 @@ export class RedisKeyStore implements KeyStore {
 
   async findByHash(keyHash: string): Promise<ApiKeyRecord | null> {
     const name = this.#layout.recordName(keyHash);
-    return parseRecord(await this.#getString(this.#layout.recordKey(keyHash), name), name);
+    const raw = await this.#getString(this.#layout.recordKey(keyHash), name);
+    // No record: one is read all the same, so that "no such key" takes as long as a key (key-verdict.ts).
+    const record = parseRecord(raw ?? STAND_IN_RECORD_JSON, name);
+    return raw === null ? null : record;
   }
 
   async findById(id: string): Promise<ApiKeyRecord | null> {
@@ -171,10 +175,10 @@ export class RedisKeyStore implements KeyStore {
     return this.#modify(id, (current) => (current.disabled_at !== null ? null : { ...current, disabled_at: at.toISOString() }));
   }
 
-  /** The listener is told the current health at once: down until connected and subscribed. */
+  /** The listener is told the current health at once: down until connected, without notices until subscribed. */
   watch(listener: KeyStoreListener): () => void {
     this.#listeners.add(listener);
-    listener({ type: 'health', healthy: this.#connections.healthy });
+    listener({ type: 'health', ...this.#connections.health });
     return () => this.#listeners.delete(listener);
   }
 

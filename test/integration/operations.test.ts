@@ -304,8 +304,8 @@ describe('metrics, health and readiness', () => {
   });
 });
 
-describe('a key store problem that repeats', () => {
-  it('is logged once per period, the next line saying how many were left out', async () => {
+describe('a subscription Redis refuses while lookups work', () => {
+  it('leaves a disabled key refused within a second, and is logged once per period with how many were left out', async () => {
     // A Redis user without channel rights: lookups work, every SUBSCRIBE is refused (NOPERM), ten times a second.
     const user = `${redis.prefix.replace(/:$/, '')}-nochannels`;
     await redis.client.call('ACL', 'SETUSER', user, 'on', '>pw', '~*', 'resetchannels', '+@all');
@@ -314,6 +314,15 @@ describe('a key store problem that repeats', () => {
     url.password = 'pw';
     const g = await startServe({ REDIS_URL: url.toString(), REDIS_KEY_PREFIX: redis.prefix, UPSTREAM_URL: upstream.url, POLICY_FILE: policyFile });
     try {
+      const key = await createKey({ REDIS_URL: redis.url, REDIS_KEY_PREFIX: redis.prefix }, { acquirer: 'acq_1', permissions: ['eod_list', 'eod_read'] });
+      expect((await request(g.url, LIST, bearer(key.key))).status).toBe(200);
+      const disabled = await runCli(['keys', 'disable', key.id], { REDIS_URL: redis.url, REDIS_KEY_PREFIX: redis.prefix });
+      expect(disabled.stderr).toMatch(/no running gateway received/i);
+      const disabledAt = Date.now();
+      await waitFor(async () => (await request(g.url, LIST, bearer(key.key))).status === 401, { what: 'the disable to be seen' });
+      expect(Date.now() - disabledAt).toBeLessThan(2_000); // 1 s of trust at most, not the 30 s outage grace
+      expect(JSON.parse((await request(g.adminUrl, '/readyz')).body.toString()).checks.key_store).toBe('no_change_notices');
+
       const problems = () => g.logLines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.event === 'key_store_problem' && l.context === 'subscribing to key change notices');
       const second = await waitFor(() => problems()[1], { timeoutMs: KEY_STORE_PROBLEM_EVERY_MS + 3_000, what: 'the next line of the same problem' });
       const [first] = problems();

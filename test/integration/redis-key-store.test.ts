@@ -161,7 +161,7 @@ describe('RedisKeyStore specifics', () => {
     });
     try {
       store.watch((event) => {
-        if (event.type === 'health') health.push(event.healthy);
+        if (event.type === 'health') health.push(event.available && event.notices);
       });
       await waitFor(() => health.at(-1) === true, { what: 'the store to be up' });
       relay.blackhole();

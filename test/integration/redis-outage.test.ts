@@ -95,23 +95,26 @@ it('Redis black-holed: an uncached key gets 503 within the bound, never a hang',
   await waitFor(async () => (await call(key.key)).status === 200, { timeoutMs: 5000, what: 'recovery' });
 }, 20_000);
 
-it('while change notices cannot arrive, cached keys are re-checked in Redis once the grace period ends', async () => {
+it('while change notices cannot arrive, cached keys are re-checked in Redis each second', async () => {
   const key = await createKey(env, { acquirer: 'acq_1', permissions: ['eod_list', 'eod_read'] });
   expect((await call(key.key)).status).toBe(200);
   relay.blackholeMatching('acquirer-gateway:events'); // commands still work; the subscription does not
+  // Seen by the health check's unanswered PING (every second, 300 ms timeout): the notices are down.
+  await waitFor(async () => /^acquirer_gateway_key_change_notices_up 0$/m.test((await request(gateway.adminUrl, '/metrics')).body.toString()), { what: 'the notices seen down' });
+  expect((await call(key.key)).status).toBe(200);
   expect((await runCli(['keys', 'disable', key.id], env)).code).toBe(0);
-  await waitFor(async () => (await call(key.key)).status === 401, { timeoutMs: GRACE_MS + 4000, what: 'the disable to be seen' });
+  await waitFor(async () => (await call(key.key)).status === 401, { timeoutMs: 1_500, intervalMs: 50, what: 'the disable to be seen within 1 s' });
   await relay.heal();
 }, 20_000);
 
-it('after the change subscription reconnects, the cache is dropped (notices may have been missed)', async () => {
+it('after a cut, a disable made during it is seen once Redis is back (notices may have been missed)', async () => {
   const key = await createKey(env, { acquirer: 'acq_1', permissions: ['eod_list', 'eod_read'] });
   expect((await call(key.key)).status).toBe(200);
   await relay.cut();
   // Disabled while this gateway cannot hear about it.
   expect((await runCli(['keys', 'disable', key.id], env)).code).toBe(0);
   await relay.heal();
-  // KEY_CACHE_TTL_MS is 60 s: only the resync can make this 401 this soon.
+  // KEY_CACHE_TTL_MS is 60 s: the resync on reconnect (or the 1 s trust while notices were down) makes this 401 this soon.
   await waitFor(async () => (await call(key.key)).status === 401, { timeoutMs: 5000, what: 'resync after reconnect' });
 }, 20_000);
 
@@ -123,7 +126,7 @@ describe('a gateway that starts while its change subscription cannot be made', (
       REDIS_URL: relay.url,
       REDIS_KEY_PREFIX: redis.prefix,
       UPSTREAM_URL: upstream.url,
-      KEY_OUTAGE_GRACE_MS: '60000', // only a resync can make a cached key's disable visible soon
+      KEY_OUTAGE_GRACE_MS: '60000', // no outage grace can explain a disable seen within seconds
       REDIS_COMMAND_TIMEOUT_MS: '300',
     });
   });
@@ -132,14 +135,26 @@ describe('a gateway that starts while its change subscription cannot be made', (
     await relay.heal();
   });
 
-  it('drops what it cached once the first subscription succeeds', async () => {
+  it('is ready, says it hears no change notices, and sees a disable within a second of its last lookup', async () => {
+    const ready = await request(late.adminUrl, '/readyz');
+    expect([ready.status, JSON.parse(ready.body.toString()).checks.key_store]).toEqual([200, 'no_change_notices']);
+    const metrics = (await request(late.adminUrl, '/metrics')).body.toString();
+    expect(metrics).toMatch(/^acquirer_gateway_key_change_notices_up 0$/m);
+    expect(metrics).toMatch(/^acquirer_gateway_key_store_up 1$/m);
     const key = await createKey(env, { acquirer: 'acq_1', permissions: ['eod_list', 'eod_read'] });
     const get = () => request(late.url, LIST, { authorization: `Bearer ${key.key}` });
     expect((await get()).status).toBe(200); // looked up in Redis, cached
     expect((await runCli(['keys', 'disable', key.id], env)).code).toBe(0); // the notice reaches nobody
-    expect((await get()).status).toBe(200); // still cached: the outage grace is 60 s
+    const disabledAt = Date.now();
+    await waitFor(async () => (await get()).status === 401, { timeoutMs: 5000, what: 'the disable to be seen' });
+    // Trusted 1 s at most, and looked up again: not the 60 s of the grace, nor the TTL.
+    expect(Date.now() - disabledAt).toBeLessThan(2_000);
+  }, 20_000);
+
+  it('hears change notices once the first subscription succeeds, and says so', async () => {
     await relay.heal();
-    await waitFor(async () => (await get()).status === 401, { timeoutMs: 5000, what: 'resync after the first subscribe' });
+    await waitFor(async () => JSON.parse((await request(late.adminUrl, '/readyz')).body.toString()).checks.key_store === 'ok', { what: 'the subscription' });
+    expect((await request(late.adminUrl, '/metrics')).body.toString()).toMatch(/^acquirer_gateway_key_change_notices_up 1$/m);
   }, 20_000);
 });
 

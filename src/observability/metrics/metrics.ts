@@ -23,6 +23,7 @@ export interface GatewayMetrics {
   readonly policyInfo: Gauge<'hash'>;
   readonly policyReloads: Counter<'result'>;
   readonly keyStoreUp: Gauge;
+  readonly keyChangeNoticesUp: Gauge;
   readonly keyChangePropagation: Histogram;
 }
 
@@ -159,9 +160,15 @@ function stateMetrics(registers: Registry[]) {
     policyReloads: policyReloadsCounter(registers),
     keyStoreUp: new Gauge({
       name: `${PREFIX}key_store_up`,
-      help: '1 while Redis answers and key change notices are subscribed, else 0.',
+      help: '1 while Redis answers key lookups, else 0.',
       registers,
       // Several workers: up only if every one is.
+      aggregator: 'min',
+    }),
+    keyChangeNoticesUp: new Gauge({
+      name: `${PREFIX}key_change_notices_up`,
+      help: '1 while key change notices are subscribed, else 0 (cached verdicts are then trusted for 1 s only).',
+      registers,
       aggregator: 'min',
     }),
     keyChangePropagation: new Histogram({

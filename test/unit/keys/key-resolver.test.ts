@@ -44,7 +44,7 @@ function setup(options: ConstructorParameters<typeof KeyResolver>[1] = {}) {
   const store = new ScriptedStore();
   let now = 1_000_000;
   const clock = { advance: (ms: number) => (now += ms) };
-  const resolver = new KeyResolver(store, { ttlMs: 60_000, negativeTtlMs: 10_000, outageGraceMs: 30_000, ...options, now: () => now });
+  const resolver = new KeyResolver(store, { ttlMs: 60_000, outageGraceMs: 30_000, ...options, now: () => now });
   return { store, resolver, clock };
 }
 
@@ -91,7 +91,7 @@ describe('KeyResolver', () => {
     expect(store.lookups).toBe(2);
   });
 
-  it('remembers unknown keys briefly, and shares one lookup between concurrent misses', async () => {
+  it('remembers unknown keys as long as any verdict, and shares one lookup between concurrent misses', async () => {
     const { store, resolver, clock } = setup();
     const hash = hashKey(generateKey());
     const results = await Promise.all(Array.from({ length: 50 }, () => resolver.resolve(hash)));
@@ -99,7 +99,10 @@ describe('KeyResolver', () => {
     expect(store.lookups).toBe(1);
     for (let i = 0; i < 1000; i++) await resolver.resolve(hash);
     expect(store.lookups).toBe(1);
-    clock.advance(10_000);
+    clock.advance(59_999);
+    await resolver.resolve(hash);
+    expect(store.lookups).toBe(1);
+    clock.advance(1);
     await resolver.resolve(hash);
     expect(store.lookups).toBe(2);
   });
@@ -115,16 +118,41 @@ describe('KeyResolver', () => {
     expect(store.lookups).toBe(before);
   });
 
-  it('reports a disabled key, and keeps that verdict without asking again', async () => {
+  it('gives every verdict one lifetime: valid, disabled and unknown are each asked again at the TTL, not before', async () => {
+    const { store, resolver, clock } = setup();
+    const valid = newRecord();
+    const disabled = newRecord();
+    await store.create(valid);
+    await store.create(disabled);
+    await store.disable(disabled.id, new Date());
+    const unknown = hashKey(generateKey());
+    const hashes = [valid.key_hash, disabled.key_hash, unknown];
+    expect((await Promise.all(hashes.map((h) => resolver.resolve(h)))).map((v) => v.kind)).toEqual(['valid', 'disabled', 'unknown']);
+    clock.advance(59_999);
+    expect(hashes.map((h) => resolver.fromMemory(h)?.kind)).toEqual(['valid', 'disabled', 'unknown']);
+    clock.advance(1);
+    expect(hashes.map((h) => resolver.fromMemory(h))).toEqual([undefined, undefined, undefined]);
+    expect((await Promise.all(hashes.map((h) => resolver.resolve(h)))).map((v) => v.kind)).toEqual(['valid', 'disabled', 'unknown']);
+    expect(store.lookups).toBe(6);
+  });
+
+  it('keeps a key it saw disabled disabled, though the store later forgets the disable (an older snapshot)', async () => {
     const { store, resolver, clock } = setup();
     const record = newRecord();
     await store.create(record);
     await store.disable(record.id, new Date());
     expect(await resolver.resolve(record.key_hash)).toEqual({ kind: 'disabled' });
-    clock.advance(24 * 3600_000);
-    store.failing = true;
+    // The store answers with the record as it was before the disable: after the TTL, on a resync, on a notice.
+    const forgotten = new MemoryKeyStore();
+    await forgotten.create(record);
+    store.findByHash = async (h) => (store.lookups++, forgotten.findByHash(h));
+    clock.advance(60_000);
     expect(await resolver.resolve(record.key_hash)).toEqual({ kind: 'disabled' });
-    expect(store.lookups).toBe(1);
+    store.emit({ type: 'resync' });
+    expect(await resolver.resolve(record.key_hash)).toEqual({ kind: 'disabled' });
+    store.emit({ type: 'changed', keyHash: record.key_hash });
+    expect(await resolver.resolve(record.key_hash)).toEqual({ kind: 'disabled' });
+    expect(store.lookups).toBe(4); // asked each time, as for any other key
   });
 
   it('drops a key at once when told it changed', async () => {
@@ -168,24 +196,19 @@ describe('KeyResolver', () => {
     expect(store.lookups).toBe(2);
   });
 
-  it('drops everything on resync but disabled verdicts', async () => {
+  it('drops every verdict on resync', async () => {
     const { store, resolver } = setup();
     const record = newRecord();
     const disabled = newRecord();
     await store.create(record);
     await store.create(disabled);
     await store.disable(disabled.id, new Date());
-    await resolver.resolve(record.key_hash);
-    expect(await resolver.resolve(disabled.key_hash)).toEqual({ kind: 'disabled' });
+    const unknown = hashKey(generateKey());
+    for (const h of [record.key_hash, disabled.key_hash, unknown]) await resolver.resolve(h);
     store.emit({ type: 'resync' });
-    await resolver.resolve(record.key_hash);
-    expect(store.lookups).toBe(3);
-    // Not asked again: a store that lost the disable (restarted from an older snapshot) cannot bring the key back,
-    // not even with a change notice for it (an update of the record that forgot the disable).
-    expect(await resolver.resolve(disabled.key_hash)).toEqual({ kind: 'disabled' });
-    store.emit({ type: 'changed', keyHash: disabled.key_hash });
-    expect(await resolver.resolve(disabled.key_hash)).toEqual({ kind: 'disabled' });
-    expect(store.lookups).toBe(3);
+    expect([record.key_hash, disabled.key_hash, unknown].map((h) => resolver.fromMemory(h))).toEqual([undefined, undefined, undefined]);
+    expect((await resolver.resolve(disabled.key_hash)).kind).toBe('disabled');
+    expect(store.lookups).toBe(4);
   });
 
   it('forgets a valid verdict once the store says the key is gone, also for the next outage', async () => {
@@ -196,10 +219,10 @@ describe('KeyResolver', () => {
     store.removed.add(record.key_hash);
     clock.advance(1_000);
     expect(await resolver.resolve(record.key_hash)).toEqual({ kind: 'unknown' });
-    // Past the negative TTL, the store goes down: nothing may stand in for it with the old record.
-    clock.advance(10_000);
+    // Past the TTL, the store goes down: nothing may stand in for it with the old record.
+    clock.advance(60_000);
     store.failing = true;
-    store.emit({ type: 'health', healthy: false });
+    store.emit({ type: 'health', available: false, notices: false });
     expect(resolver.fromMemory(record.key_hash)).toBeUndefined();
     await expect(resolver.resolve(record.key_hash)).rejects.toBeInstanceOf(KeyStoreUnavailableError);
   });
@@ -230,7 +253,7 @@ describe('KeyResolver', () => {
 
   it('refuses a key whose record cannot be read, without taking the store for down', async () => {
     const health: boolean[] = [];
-    const { store, resolver } = setup({ onStoreHealth: (healthy) => health.push(healthy) });
+    const { store, resolver } = setup({ onStoreHealth: (h) => health.push(h.available) });
     const record = newRecord();
     await store.create(record);
     store.corrupt = true;
@@ -258,7 +281,7 @@ describe('KeyResolver', () => {
     jest.useFakeTimers();
     try {
       const health: boolean[] = [];
-      const { store, resolver } = setup({ failureProbeIntervalMs: 1_000, onStoreHealth: (healthy) => health.push(healthy) });
+      const { store, resolver } = setup({ failureProbeIntervalMs: 1_000, onStoreHealth: (h) => health.push(h.available) });
       store.failing = true; // a stall that timed one lookup out, while no connection dropped
       await expect(resolver.resolve(hashKey(generateKey()))).rejects.toBeInstanceOf(KeyStoreUnavailableError);
       await jest.advanceTimersByTimeAsync(3_000);
@@ -281,7 +304,7 @@ describe('KeyResolver', () => {
       const { store, resolver } = setup({ failureProbeIntervalMs: 1_000 });
       store.failing = true;
       await expect(resolver.resolve(hashKey(generateKey()))).rejects.toBeInstanceOf(KeyStoreUnavailableError);
-      store.emit({ type: 'health', healthy: true });
+      store.emit({ type: 'health', available: true, notices: true });
       await jest.advanceTimersByTimeAsync(10_000);
       expect(store.lookups).toBe(1);
       await expect(resolver.resolve(hashKey(generateKey()))).rejects.toBeInstanceOf(KeyStoreUnavailableError);
@@ -317,7 +340,7 @@ describe('KeyResolver', () => {
     const record = newRecord();
     await store.create(record);
     await resolver.resolve(record.key_hash);
-    store.emit({ type: 'health', healthy: false });
+    store.emit({ type: 'health', available: false, notices: false });
     store.failing = true;
     clock.advance(29_000);
     expect((await resolver.resolve(record.key_hash)).kind).toBe('valid');
@@ -325,7 +348,7 @@ describe('KeyResolver', () => {
     await expect(resolver.resolve(record.key_hash)).rejects.toBeInstanceOf(KeyStoreUnavailableError);
     // Recovery needs nobody: the store is back, lookups succeed, the key is valid again.
     store.failing = false;
-    store.emit({ type: 'health', healthy: true });
+    store.emit({ type: 'health', available: true, notices: true });
     expect((await resolver.resolve(record.key_hash)).kind).toBe('valid');
   });
 
@@ -349,7 +372,7 @@ describe('KeyResolver', () => {
     // A day unused, then removed by hand (no notice), then an outage: the day-old answer is not the store's.
     clock.advance(24 * 3600_000);
     store.removed.add(record.key_hash);
-    store.emit({ type: 'health', healthy: false });
+    store.emit({ type: 'health', available: false, notices: false });
     store.failing = true;
     expect(resolver.fromMemory(record.key_hash)).toBeUndefined();
     await expect(resolver.resolve(record.key_hash)).rejects.toBeInstanceOf(KeyStoreUnavailableError);
@@ -370,12 +393,36 @@ describe('KeyResolver', () => {
     await expect(resolver.resolve(record.key_hash)).rejects.toBeInstanceOf(KeyStoreUnavailableError);
   });
 
+  it('without change notices while lookups work, trusts a verdict for 1 s only, and grants no outage grace', async () => {
+    const health: { available: boolean; notices: boolean }[] = [];
+    const { store, resolver, clock } = setup({ onStoreHealth: (h) => health.push(h) });
+    const record = newRecord();
+    await store.create(record);
+    store.emit({ type: 'health', available: true, notices: false }); // e.g. the subscription refused (NOPERM)
+    expect([resolver.storeAvailable, resolver.changeNotices]).toEqual([true, false]);
+    expect(health).toEqual([{ available: true, notices: false }]);
+    await resolver.resolve(record.key_hash);
+    clock.advance(999);
+    expect(resolver.fromMemory(record.key_hash)?.kind).toBe('valid');
+    // A disable with no notice to say so: seen at the next lookup, 1 s after the last.
+    await store.disable(record.id, new Date());
+    store.emit({ type: 'health', available: true, notices: false });
+    clock.advance(1);
+    expect(resolver.fromMemory(record.key_hash)).toBeUndefined();
+    expect(await resolver.resolve(record.key_hash)).toEqual({ kind: 'disabled' });
+    expect(store.lookups).toBe(2);
+    // Notices back: the TTL again.
+    store.emit({ type: 'health', available: true, notices: true });
+    clock.advance(59_000);
+    expect(resolver.fromMemory(record.key_hash)?.kind).toBe('disabled');
+  });
+
   it('asks the store again once an outage outlives the grace, and trusts a fresh answer', async () => {
     const { store, resolver, clock } = setup();
     const record = newRecord();
     await store.create(record);
     await resolver.resolve(record.key_hash);
-    store.emit({ type: 'health', healthy: false }); // e.g. only the subscription is down
+    store.emit({ type: 'health', available: false, notices: false });
     clock.advance(31_000);
     expect((await resolver.resolve(record.key_hash)).kind).toBe('valid');
     expect(store.lookups).toBe(2);
