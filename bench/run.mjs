@@ -9,6 +9,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { drive, loadGenerator } from './lib/load.mjs';
+import { measureVerdicts } from './verdicts.mjs';
 import { cpuSeconds, gatewayCli, get, peakRssDuring, rss, startGateway, startNginx, startRedis, startScript, stopAll } from './lib/services.mjs';
 
 const env = process.env;
@@ -29,7 +30,7 @@ const KEY_CACHE_TTL_MS = 60_000; // the gateway's default, which this run keeps
 const LOOP_SAMPLING_MS = 10;
 const delayOf = (metrics) => Math.max(0, metrics.acquirer_gateway_nodejs_eventloop_lag_p99_seconds * 1000 - LOOP_SAMPLING_MS);
 const loopDelayP99 = async (gw) => delayOf(await gw.metrics());
-const SCENARIOS = new Set((env.BENCH_SCENARIOS ?? 'list,write,burst,csv,flood,disable,soak,cores').split(','));
+const SCENARIOS = new Set((env.BENCH_SCENARIOS ?? 'list,write,burst,csv,flood,verdicts,disable,soak,cores').split(','));
 const LIST = '/v1/acquirer/eod_statements';
 const CSV = '/v1/acquirer/eod_statements/00000000-0000-4000-8000-000000000001.csv';
 const MiB = 1024 * 1024;
@@ -308,6 +309,20 @@ if (SCENARIOS.has('flood')) {
     const all401 = statuses.size === 1 && statuses.get(401) === FLOOD_REQUESTS;
     if (!all401) throw new Error(`flood: expected only 401, got ${JSON.stringify([...statuses])}`);
     row(`flood, ${label}`, 'Redis commands issued', String(commands), '', `all ${FLOOD_REQUESTS} answered 401, ${(FLOOD_REQUESTS / seconds).toFixed(0)} requests/s (and ${after.pings - before.pings} health-check pings)`, target, target ? commands <= 10 : null);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Verdicts in equal time: unknown, disabled, wrong-address and valid keys, first, cached and
+// just-expired lookups, medians side by side (bench/verdicts.mjs).
+if (SCENARIOS.has('verdicts')) {
+  log('verdicts: unknown, disabled, wrong address, valid');
+  const medians = await measureVerdicts({ redisUrl: redis.url, upstreamUrl: origin.url, path: LIST });
+  for (const [phase, byClass] of Object.entries(medians)) {
+    const values = Object.values(byClass);
+    const spread = Math.max(...values) / Math.min(...values);
+    const shown = Object.entries(byClass).map(([c, us]) => `${c} ${us.toFixed(0)} µs`).join(', ');
+    row('verdicts in equal time, one connection', `${phase} lookup, median latency`, shown, '', `slowest ${spread.toFixed(2)}× fastest`, '≤ 1.10×', spread <= 1.1);
   }
 }
 
