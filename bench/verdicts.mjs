@@ -28,8 +28,9 @@ const shuffled = (xs) => {
  */
 async function makeKeys(redisUrl, prefix, keysPerClass) {
   const { RedisKeyStore } = await import(pathToFileURL(path.join(ROOT, 'dist/keys/redis-key-store.js')).href);
+  const { urlTarget } = await import(pathToFileURL(path.join(ROOT, 'dist/keys/redis-target.js')).href);
   const { generateKey, generateKeyId, hashKey } = await import(pathToFileURL(path.join(ROOT, 'dist/keys/api-key.js')).href);
-  const store = new RedisKeyStore({ url: redisUrl, prefix, waitForConnection: true });
+  const store = new RedisKeyStore({ target: urlTarget(redisUrl), prefix, waitForConnection: true });
   await store.connect();
   const keys = [];
   for (let i = 0; i < keysPerClass; i++) {

@@ -9,6 +9,7 @@ import type { Config } from './config/env.js';
 import { createGatewayServer, type GatewayServer } from './http/create-server.js';
 import { listen } from './http/listen.js';
 import { KeyResolver, type StoreHealth } from './keys/key-resolver.js';
+import { redisTarget } from './keys/redis-target.js';
 import type { KeyStore } from './keys/key-store.js';
 import { RedisKeyStore } from './keys/redis-key-store.js';
 import { youngCollector } from './node-internals/young-collection.js';
@@ -149,7 +150,7 @@ export const KEY_STORE_PROBLEM_EVERY_MS = 5_000;
 function openRedisStore(config: Config, logger: Logger): RedisKeyStore {
   const problem = lineThrottle(KEY_STORE_PROBLEM_EVERY_MS);
   return new RedisKeyStore({
-    url: config.redisUrl,
+    target: redisTarget(config),
     prefix: config.redisKeyPrefix,
     commandTimeoutMs: config.redisCommandTimeoutMs,
     subscribe: true,

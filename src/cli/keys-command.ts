@@ -8,8 +8,9 @@ import { CONFIG_FIELDS } from '../config/env.js';
 import { generateKey, generateKeyId, hashKey, toPublicRecord, type ApiKeyRecord } from '../keys/api-key.js';
 import { CorruptKeyRecordError, KeyCommandError, KeyNotFoundError, type KeyStore } from '../keys/key-store.js';
 import { RedisKeyStore } from '../keys/redis-key-store.js';
+import { redisTarget, type RedisTarget } from '../keys/redis-target.js';
 import { CommandError, parseCommandLine, UsageError, wantsHelp } from './command-line.js';
-import { setting } from './settings.js';
+import { redisSettings, setting } from './settings.js';
 import { keyIdArgument, validAcquirer, validAllowedIps, validDescription, validPermissions } from './key-arguments.js';
 
 const ENVIRONMENT = 'Redis: REDIS_URL, REDIS_KEY_PREFIX. Permissions: the catalogue of POLICY_FILE.';
@@ -187,9 +188,15 @@ const NOBODY_TOLD =
 /** Runs `run` against the store: Redis from REDIS_URL (checked as serve checks it), connected once. */
 async function withStore(ctx: KeysContext, run: Run): Promise<void> {
   // An empty prefix would write keys no gateway reads, and a URL that is not one would fail later, with a stack.
-  const redisUrl = setting(ctx.env, CONFIG_FIELDS.redisUrl);
   const prefix = setting(ctx.env, CONFIG_FIELDS.redisKeyPrefix);
-  const store = ctx.store ?? new RedisKeyStore({ url: redisUrl, prefix, waitForConnection: true, commandTimeoutMs: 5000, onAnnounced: (receivers) => {
+  let target: RedisTarget;
+  try {
+    target = redisTarget(redisSettings(ctx.env));
+  } catch (err) {
+    if (err instanceof UsageError) throw err;
+    throw new CommandError((err as Error).message); // the CA file
+  }
+  const store = ctx.store ?? new RedisKeyStore({ target, prefix, waitForConnection: true, commandTimeoutMs: 5000, onAnnounced: (receivers) => {
       if (receivers === 0) ctx.warn?.(NOBODY_TOLD);
     },
   });
@@ -200,18 +207,10 @@ async function withStore(ctx: KeysContext, run: Run): Promise<void> {
     if (err instanceof KeyCommandError) throw new CommandError(err.message);
     if (err instanceof CorruptKeyRecordError) throw new CommandError(`cannot read the key in Redis: ${err.message}; repair or delete that value`);
     if (err instanceof UsageError || err instanceof CommandError) throw err;
-    if (ctx.store === undefined) throw new CommandError(`cannot use Redis at ${redisTarget(redisUrl)}: ${(err as Error).message}`);
+    if (ctx.store === undefined) throw new CommandError(`cannot use Redis at ${target.description}: ${(err as Error).message}`);
     throw err;
   } finally {
     if (ctx.store === undefined) await store.close();
   }
 }
 
-function redisTarget(url: string): string {
-  try {
-    const u = new URL(url);
-    return `${u.protocol}//${u.host}`; // never echo a password
-  } catch {
-    return 'REDIS_URL';
-  }
-}

@@ -2,8 +2,9 @@
  * @module
  * A setting a command other than `serve` reads from the environment, checked as `serve` checks it.
  */
-import type { FieldSpec } from '../config/env.js';
-import { ConfigError, readSetting } from '../config/load-config.js';
+import { CONFIG_FIELDS, type FieldSpec } from '../config/env.js';
+import { ConfigError, readSetting, redisModeProblems } from '../config/load-config.js';
+import type { RedisSettings } from '../keys/redis-target.js';
 import { UsageError } from './command-line.js';
 
 /** A bad value is a usage error naming the variable (exit 2). */
@@ -14,4 +15,14 @@ export function setting<T>(env: NodeJS.ProcessEnv, spec: FieldSpec<T>): T {
     if (err instanceof ConfigError) throw new UsageError(`invalid configuration: ${err.problems.join('; ')}`);
     throw err;
   }
+}
+
+const REDIS_FIELDS = ['redisUrl', 'redisSentinels', 'redisSentinelName', 'redisSentinelUsername', 'redisSentinelPassword', 'redisUsername', 'redisPassword', 'redisTls', 'redisTlsCaFile'] as const;
+
+/** Where the key store's Redis is, as `serve` reads it: each setting checked, then how they combine. */
+export function redisSettings(env: NodeJS.ProcessEnv): RedisSettings {
+  const values = Object.fromEntries(REDIS_FIELDS.map((name) => [name, setting(env, CONFIG_FIELDS[name] as FieldSpec<unknown>)]));
+  const problems = redisModeProblems(values);
+  if (problems.length > 0) throw new UsageError(`invalid configuration: ${problems.join('; ')}`);
+  return values as unknown as RedisSettings;
 }

@@ -19,7 +19,6 @@ import {
   DEFAULT_PORT,
   DEFAULT_REDIS_COMMAND_TIMEOUT_MS,
   DEFAULT_REDIS_KEY_PREFIX,
-  DEFAULT_REDIS_URL,
   DEFAULT_REQUEST_TIMEOUT_MS,
   DEFAULT_SHUTDOWN_TIMEOUT_MS,
   DEFAULT_STREAM_IDLE_TIMEOUT_MS,
@@ -27,21 +26,12 @@ import {
   DEFAULT_UPSTREAM_TIMEOUT_MS,
   DEFAULT_WORKER_UNRESPONSIVE_MS,
 } from './defaults.js';
-import { adminToken, booleanText, cidrList, httpOrigin, integer, ipLiteral, logLevel, redisUrl, shareOfPool, workerCount } from './setting-types.js';
+import { adminToken, booleanText, cidrList, httpOrigin, integer, ipLiteral, logLevel, shareOfPool, workerCount } from './setting-types.js';
 
-export interface FieldSpec<T> {
-  readonly env: string;
-  readonly default: string | undefined;
-  /** One line for `serve --help` (at most 56 characters). */
-  readonly summary: string;
-  /** The whole story, for docs/configuration.md (generated from these: `npm run docs`). */
-  readonly description: string;
-  readonly schema: z.ZodType<T, string>;
-  /** Never echo the value in an error: it may hold a password. */
-  readonly secret?: boolean;
-}
+import { field } from './field.js';
+import { REDIS_CONNECTION_FIELDS } from './redis-fields.js';
 
-const field = <T>(spec: FieldSpec<T>) => spec;
+export type { FieldSpec } from './field.js';
 
 /** Every setting of `serve`: one place for names, defaults, validation and their documentation. */
 export const CONFIG_FIELDS = {
@@ -90,15 +80,7 @@ export const CONFIG_FIELDS = {
     schema: httpOrigin,
     secret: true,
   }),
-  redisUrl: field({
-    env: 'REDIS_URL',
-    default: DEFAULT_REDIS_URL,
-    summary: 'the key store: redis://host:port/db',
-    description:
-      'The key store. Its user and password are never echoed: errors name only its scheme, host and port. The database is the path\'s number (`redis://redis:6379/2`) or nothing (0); any other path, and any query (ioredis would take `?db=` or `?password=` from it), is refused. A database this Redis refuses (`ERR DB index is out of range`) leaves the key store unavailable, logged at `warn` and tried again every second (every key answers 503; key commands fail with the reason): ioredis would otherwise go on on database 0, another set of keys. Key commands connect once and never reconnect: on a new connection ioredis would send what was queued before a refused database could be noticed.',
-    schema: redisUrl,
-    secret: true,
-  }),
+  ...REDIS_CONNECTION_FIELDS,
   redisKeyPrefix: field({
     env: 'REDIS_KEY_PREFIX',
     default: DEFAULT_REDIS_KEY_PREFIX,

@@ -61,7 +61,22 @@ export function loadConfig(env: NodeJS.ProcessEnv, flags: Readonly<Record<string
   if (problems.length === 0 && (values.acquirerMaxInFlight as number) > (values.upstreamMaxSockets as number)) {
     problems.push(`ACQUIRER_MAX_IN_FLIGHT: must not be more than UPSTREAM_MAX_SOCKETS (${values.upstreamMaxSockets as number}); about half of it leaves the other acquirers the rest`);
   }
+  if (problems.length === 0) problems.push(...redisModeProblems(values));
   if (problems.length > 0) throw new ConfigError(problems);
   const trusted = values.trustedProxies as string[];
   return { ...(values as Omit<Config, 'trustedProxyList'>), trustedProxyList: trusted.length === 0 ? null : compileAllowlist(trusted) };
+}
+
+/** The Redis settings that only make sense together (one place: serve and the key commands both ask it). */
+export function redisModeProblems(values: Readonly<Record<string, unknown>>): string[] {
+  const problems: string[] = [];
+  const sentinels = values.redisSentinels as readonly unknown[];
+  if (sentinels.length > 0 && values.redisSentinelName === '') problems.push('REDIS_SENTINEL_NAME: required with REDIS_SENTINELS (the name the Sentinels monitor the primary by)');
+  if (sentinels.length === 0 && values.redisSentinelName !== '') problems.push('REDIS_SENTINEL_NAME: set, but REDIS_SENTINELS is empty');
+  if (sentinels.length === 0) {
+    const url = new URL(values.redisUrl as string);
+    if (url.password !== '' && values.redisPassword !== '') problems.push('REDIS_PASSWORD: REDIS_URL holds a password too; set it in one place');
+    if (url.username !== '' && values.redisUsername !== '') problems.push('REDIS_USERNAME: REDIS_URL holds a user too; set it in one place');
+  }
+  return problems;
 }

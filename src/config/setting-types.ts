@@ -62,6 +62,23 @@ export const redisUrl = z.string().superRefine((text, ctx) => {
   else if (url.search !== '' || url.hash !== '') ctx.addIssue({ code: 'custom', message: 'must not have a query or fragment (the database is the path: redis://host:6379/2)' });
 });
 
+export interface HostPort {
+  readonly host: string;
+  readonly port: number;
+}
+
+/** `host:port,host:port` (IPv6 in brackets: `[::1]:26379`); empty for none. */
+export const hostPortList = z.string().transform((text, ctx) => {
+  const out: HostPort[] = [];
+  for (const entry of text.split(',').map((s) => s.trim()).filter((s) => s !== '')) {
+    const m = /^(?:\[([0-9A-Fa-f:.]+)\]|([A-Za-z0-9.-]+)):([0-9]{1,5})$/.exec(entry);
+    const port = m === null ? NaN : Number(m[3]);
+    if (m === null || !(port >= 1 && port <= 65535)) ctx.addIssue({ code: 'custom', message: `"${entry}": must be host:port ([::1]:26379 for IPv6)` });
+    else out.push({ host: m[1] ?? m[2]!, port });
+  }
+  return out;
+});
+
 export const cidrList = z.string().transform((text, ctx) => {
   const cidrs: string[] = [];
   for (const entry of text.split(',').map((s) => s.trim()).filter((s) => s !== '')) {

@@ -7,11 +7,13 @@
 import { Redis, type RedisOptions } from 'ioredis';
 import { DEFAULT_REDIS_COMMAND_TIMEOUT_MS, DEFAULT_REDIS_HEALTH_CHECK_INTERVAL_MS } from '../config/defaults.js';
 import type { KeyStoreEvent } from './key-store.js';
+import type { RedisTarget } from './redis-target.js';
 
 const RECONNECT_MAX_DELAY_MS = 1000;
 
 export interface RedisConnectionOptions {
-  readonly url: string;
+  /** Where Redis is: a URL, or Sentinels (redis-target.ts). */
+  readonly target: RedisTarget;
   /** Commands that get no reply within this time reject; keeps a black-holed Redis from stalling requests. */
   readonly commandTimeoutMs?: number;
   /** The channel of change notices to subscribe to (gateways); none for key administration, which only publishes. */
@@ -68,11 +70,19 @@ export class RedisConnections {
         : (times) => (this.#databaseRefused === undefined ? Math.min(times * 100, RECONNECT_MAX_DELAY_MS) : RECONNECT_MAX_DELAY_MS),
       autoResendUnfulfilledCommands: !waiting,
       lazyConnect: waiting,
+      // Sentinel mode: all Sentinels unreachable. Key administration gives up as on a refused connection.
+      sentinelRetryStrategy: waiting ? (times) => (times > 3 ? null : 200) : (times) => Math.min(times * 100, RECONNECT_MAX_DELAY_MS),
+      // Sentinel mode: told of a failover by the Sentinels (+switch-master), not only by a dropped connection.
+      failoverDetector: !waiting,
     };
-    this.client = new Redis(options.url, { ...common, connectionName: 'acquirer-gateway' });
+    const open = (connectionName: string, extra: RedisOptions = {}) => {
+      const redisOptions = { ...options.target.options, ...common, ...extra, connectionName };
+      return options.target.url === undefined ? new Redis(redisOptions) : new Redis(options.target.url, redisOptions);
+    };
+    this.client = open('acquirer-gateway');
     this.#watchClient();
     const channel = options.channel?.(this.db);
-    if (channel !== undefined) this.#subscriber = this.#subscribe(new Redis(options.url, { ...common, autoResubscribe: false, connectionName: 'acquirer-gateway:events' }), channel);
+    if (channel !== undefined) this.#subscriber = this.#subscribe(open('acquirer-gateway:events', { autoResubscribe: false }), channel);
     if (!waiting) {
       this.#healthCheck = setInterval(() => this.#checkHealth(), options.healthCheckIntervalMs ?? DEFAULT_REDIS_HEALTH_CHECK_INTERVAL_MS);
       this.#healthCheck.unref();

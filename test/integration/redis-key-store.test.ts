@@ -1,3 +1,4 @@
+import { urlTarget } from '../../src/keys/redis-target.js';
 import { KeyResolver, KeyStoreUnavailableError } from '../../src/keys/key-resolver.js';
 import { RedisKeyStore } from '../../src/keys/redis-key-store.js';
 import { CorruptKeyRecordError } from '../../src/keys/key-store.js';
@@ -18,7 +19,7 @@ keyStoreContract('RedisKeyStore', async () => {
   // Connected before it is used: a gateway's store queues nothing (on a loaded machine the
   // observer's subscription could be confirmed first).
   const store = await readyStore(prefix);
-  const observer = new RedisKeyStore({ url: redis.url, prefix, subscribe: true });
+  const observer = new RedisKeyStore({ target: urlTarget(redis.url), prefix, subscribe: true });
   // The observer must be subscribed before anything is published.
   await waitFor(async () => (await redis.client.pubsub('NUMSUB', `${prefix}events`))[1] === 1, { what: 'subscription' });
   return {
@@ -32,7 +33,7 @@ keyStoreContract('RedisKeyStore', async () => {
 
 /** The gateway's store fails fast instead of queueing, so wait until it has connected. */
 async function readyStore(prefix: string): Promise<RedisKeyStore> {
-  const store = new RedisKeyStore({ url: redis.url, prefix });
+  const store = new RedisKeyStore({ target: urlTarget(redis.url), prefix });
   await waitFor(() => store.findById('key_probe').then(() => true, () => false), { what: 'Redis connection' });
   return store;
 }
@@ -43,7 +44,7 @@ describe('RedisKeyStore specifics', () => {
     // and ioredis sends what was queued and unanswered before anyone could notice: to database 0.
     const relay = await startTcpProxy(redis.url);
     const prefix = `${redis.prefix}once:`;
-    const admin = new RedisKeyStore({ url: relay.url, prefix, waitForConnection: true, commandTimeoutMs: 2000 });
+    const admin = new RedisKeyStore({ target: urlTarget(relay.url), prefix, waitForConnection: true, commandTimeoutMs: 2000 });
     try {
       await admin.connect();
       expect(await admin.list()).toEqual([]);
@@ -112,8 +113,8 @@ describe('RedisKeyStore specifics', () => {
   it("hears the change notices of its own database only, though Redis's pub/sub ignores database numbers", async () => {
     const prefix = `${redis.prefix}dbs:`;
     const onDb = (db: number) => `${redis.url}/${db}`;
-    const observer = new RedisKeyStore({ url: onDb(3), prefix, subscribe: true });
-    const [here, elsewhere] = [new RedisKeyStore({ url: onDb(3), prefix, waitForConnection: true }), new RedisKeyStore({ url: onDb(4), prefix, waitForConnection: true })];
+    const observer = new RedisKeyStore({ target: urlTarget(onDb(3)), prefix, subscribe: true });
+    const [here, elsewhere] = [new RedisKeyStore({ target: urlTarget(onDb(3)), prefix, waitForConnection: true }), new RedisKeyStore({ target: urlTarget(onDb(4)), prefix, waitForConnection: true })];
     const [mine, theirs] = [newRecord(), newRecord()];
     const heard: string[] = [];
     try {
@@ -149,7 +150,7 @@ describe('RedisKeyStore specifics', () => {
     const health: boolean[] = [];
     let healthWhenTimedOut: boolean | undefined;
     const store = new RedisKeyStore({
-      url: relay.url,
+      target: urlTarget(relay.url),
       prefix: `${redis.prefix}ping:`,
       subscribe: true,
       commandTimeoutMs: 200,
@@ -179,7 +180,7 @@ describe('RedisKeyStore specifics', () => {
     // lookups can see that Redis answers again. (Stalled through a relay, not CLIENT PAUSE: the Redis
     // may be a shared one.)
     const relay = await startTcpProxy(redis.url);
-    const store = new RedisKeyStore({ url: relay.url, prefix: `${redis.prefix}stall:`, subscribe: true, commandTimeoutMs: 200, healthCheckIntervalMs: 3_600_000 });
+    const store = new RedisKeyStore({ target: urlTarget(relay.url), prefix: `${redis.prefix}stall:`, subscribe: true, commandTimeoutMs: 200, healthCheckIntervalMs: 3_600_000 });
     const resolver = new KeyResolver(store, { failureProbeIntervalMs: 100 });
     try {
       await waitFor(() => resolver.storeAvailable, { what: 'the store to be up' });

@@ -1,3 +1,4 @@
+import { urlTarget } from '../../src/keys/redis-target.js';
 import { KeyResolver, type KeyVerdict } from '../../src/keys/key-resolver.js';
 import { generateKey, hashKey } from '../../src/keys/api-key.js';
 import { RedisKeyStore } from '../../src/keys/redis-key-store.js';
@@ -30,7 +31,7 @@ let now = 0;
 
 beforeAll(async () => {
   redis = await startTestRedis();
-  store = new RedisKeyStore({ url: redis.url, prefix: redis.prefix, subscribe: true });
+  store = new RedisKeyStore({ target: urlTarget(redis.url), prefix: redis.prefix, subscribe: true });
   resolver = new KeyResolver(store, { ttlMs: TTL_MS, now: () => now });
   // Change notices live: verdicts are trusted for the TTL, not the 1 s of a gateway without them.
   await waitFor(() => resolver.changeNotices, { what: 'the change-notice subscription' });

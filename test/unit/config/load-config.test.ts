@@ -96,4 +96,21 @@ describe('loadConfig', () => {
     const [line] = problems({ ...base, REDIS_URL: 'http://user:secret@x' });
     expect(line).not.toContain('secret');
   });
+
+  it('reads Sentinels as host:port lists, and refuses what does not combine', () => {
+    const sentinel = { ...base, REDIS_SENTINELS: '10.0.0.1:26379, sentinel-2.redis:26379,[::1]:26380', REDIS_SENTINEL_NAME: 'mymaster' };
+    expect(loadConfig(sentinel).redisSentinels).toEqual([
+      { host: '10.0.0.1', port: 26379 },
+      { host: 'sentinel-2.redis', port: 26379 },
+      { host: '::1', port: 26380 },
+    ]);
+    expect(problems({ ...base, REDIS_SENTINELS: 'host-only,h:70000' })).toEqual([
+      'REDIS_SENTINELS: "host-only": must be host:port ([::1]:26379 for IPv6); "h:70000": must be host:port ([::1]:26379 for IPv6) (got "host-only,h:70000")',
+    ]);
+    expect(problems({ ...base, REDIS_SENTINELS: '10.0.0.1:26379' })).toEqual(['REDIS_SENTINEL_NAME: required with REDIS_SENTINELS (the name the Sentinels monitor the primary by)']);
+    expect(problems({ ...base, REDIS_SENTINEL_NAME: 'mymaster' })).toEqual(['REDIS_SENTINEL_NAME: set, but REDIS_SENTINELS is empty']);
+    const both = problems({ ...base, REDIS_URL: 'redis://u:secret@redis:6379', REDIS_PASSWORD: 'other-secret', REDIS_USERNAME: 'v' });
+    expect(both).toEqual(['REDIS_PASSWORD: REDIS_URL holds a password too; set it in one place', 'REDIS_USERNAME: REDIS_URL holds a user too; set it in one place']);
+    expect(problems({ ...base, REDIS_PASSWORD: 'x'.repeat(2000) }).join()).not.toContain('xxx');
+  });
 });

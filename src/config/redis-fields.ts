@@ -1,0 +1,80 @@
+/**
+ * @module
+ * The settings that say where the key store's Redis is and how to reach it (keys/redis-target.ts
+ * builds the connection from them; load-config.ts checks how they combine).
+ */
+import { z } from 'zod';
+import { DEFAULT_REDIS_URL } from './defaults.js';
+import { field } from './field.js';
+import { booleanText, hostPortList, redisUrl } from './setting-types.js';
+
+export const REDIS_CONNECTION_FIELDS = {
+  redisUrl: field({
+    env: 'REDIS_URL',
+    default: DEFAULT_REDIS_URL,
+    summary: 'the key store: redis://host:port/db',
+    description:
+      'The key store. Its user and password are never echoed: errors name only its scheme, host and port. The database is the path\'s number (`redis://redis:6379/2`) or nothing (0); any other path, and any query (ioredis would take `?db=` or `?password=` from it), is refused. A database this Redis refuses (`ERR DB index is out of range`) leaves the key store unavailable, logged at `warn` and tried again every second (every key answers 503; key commands fail with the reason): ioredis would otherwise go on on database 0, another set of keys. Key commands connect once and never reconnect: on a new connection ioredis would send what was queued before a refused database could be noticed.',
+    schema: redisUrl,
+    secret: true,
+  }),
+  redisSentinels: field({
+    env: 'REDIS_SENTINELS',
+    default: '',
+    summary: 'Redis Sentinels host:port,…, instead of REDIS_URL',
+    description:
+      'Redis through Sentinel: `host:port,…` of the Sentinels, with `REDIS_SENTINEL_NAME`. When set, `REDIS_URL` is not used: the primary is the one the Sentinels name, asked again after each failover (database 0; `REDIS_USERNAME`, `REDIS_PASSWORD` and `REDIS_TLS` apply to it). See operations, "Redis that fails over".',
+    schema: hostPortList,
+  }),
+  redisSentinelName: field({
+    env: 'REDIS_SENTINEL_NAME',
+    default: '',
+    summary: 'the primary\'s name the Sentinels monitor',
+    description: 'The name the Sentinels monitor the primary by (`sentinel monitor <name> …`); required with `REDIS_SENTINELS`.',
+    schema: z.string().regex(/^[A-Za-z0-9._-]{0,64}$/, 'must be a Sentinel master name (letters, digits, . _ -)'),
+  }),
+  redisSentinelUsername: field({
+    env: 'REDIS_SENTINEL_USERNAME',
+    default: '',
+    summary: 'ACL user on the Sentinels, if they require one',
+    description: 'The ACL user to authenticate to the Sentinels with, if they require one (their own `user` lines, apart from the data nodes\').',
+    schema: z.string().max(256),
+  }),
+  redisSentinelPassword: field({
+    env: 'REDIS_SENTINEL_PASSWORD',
+    default: '',
+    summary: 'password of the Sentinels (requirepass or ACL)',
+    description: 'The Sentinels\' password (`requirepass`, or the ACL user\'s), if they require one. Never echoed.',
+    schema: z.string().max(1024),
+    secret: true,
+  }),
+  redisUsername: field({
+    env: 'REDIS_USERNAME',
+    default: '',
+    summary: 'ACL user on the Redis data nodes',
+    description: 'The ACL user for the Redis that holds the keys, in every mode. With `REDIS_URL`, the user may be in the URL instead, not in both.',
+    schema: z.string().max(256),
+  }),
+  redisPassword: field({
+    env: 'REDIS_PASSWORD',
+    default: '',
+    summary: 'password on the Redis data nodes',
+    description: 'The password for the Redis that holds the keys, in every mode (from a secret store, rather than in a URL). With `REDIS_URL`, the password may be in the URL instead, not in both. Never echoed.',
+    schema: z.string().max(1024),
+    secret: true,
+  }),
+  redisTls: field({
+    env: 'REDIS_TLS',
+    default: 'false',
+    summary: 'TLS to Redis (and its Sentinels)',
+    description: 'Connect to Redis over TLS, and to the Sentinels too in Sentinel mode; `rediss://` in `REDIS_URL` means the same. Certificates are checked against the system\'s CAs, or `REDIS_TLS_CA_FILE`.',
+    schema: booleanText,
+  }),
+  redisTlsCaFile: field({
+    env: 'REDIS_TLS_CA_FILE',
+    default: '',
+    summary: 'PEM file of the CA that signed Redis\'s certificate',
+    description: 'A PEM file of the CA (or CAs) that signed the certificates of Redis and its Sentinels, in place of the system\'s; read at start-up.',
+    schema: z.string(),
+  }),
+};

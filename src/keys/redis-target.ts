@@ -1,0 +1,71 @@
+/**
+ * @module
+ * Where the key store's Redis is, and how to reach it: one URL, or the primary that Sentinels name
+ * (ioredis asks them again after every failover). Credentials and TLS apply alike in both modes.
+ */
+import { readFileSync } from 'node:fs';
+import type { RedisOptions } from 'ioredis';
+import type { HostPort } from '../config/setting-types.js';
+
+/** The settings it is built from, as `serve` and the key commands read them (config/env.ts). */
+export interface RedisSettings {
+  readonly redisUrl: string;
+  readonly redisSentinels: readonly HostPort[];
+  readonly redisSentinelName: string;
+  readonly redisSentinelUsername: string;
+  readonly redisSentinelPassword: string;
+  readonly redisUsername: string;
+  readonly redisPassword: string;
+  readonly redisTls: boolean;
+  readonly redisTlsCaFile: string;
+}
+
+export interface RedisTarget {
+  /** REDIS_URL, or undefined in Sentinel mode. */
+  readonly url: string | undefined;
+  /** What ioredis needs besides the URL: Sentinels, credentials, TLS. */
+  readonly options: RedisOptions;
+  /** For messages: the mode and hosts, never a user or password. */
+  readonly description: string;
+}
+
+/** Throws an Error naming the variable when the CA file cannot be read. */
+export function redisTarget(settings: RedisSettings): RedisTarget {
+  const credentials: RedisOptions = {
+    ...(settings.redisUsername !== '' ? { username: settings.redisUsername } : {}),
+    ...(settings.redisPassword !== '' ? { password: settings.redisPassword } : {}),
+  };
+  const tls = settings.redisTls || (settings.redisSentinels.length === 0 && settings.redisUrl.startsWith('rediss:'));
+  let ca: Buffer | undefined;
+  if (settings.redisTlsCaFile !== '') {
+    try {
+      ca = readFileSync(settings.redisTlsCaFile);
+    } catch (err) {
+      throw new Error(`REDIS_TLS_CA_FILE: cannot read ${settings.redisTlsCaFile} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+    }
+  }
+  const tlsOptions: RedisOptions = tls ? { tls: ca === undefined ? {} : { ca } } : {};
+  if (settings.redisSentinels.length === 0) {
+    const url = new URL(settings.redisUrl);
+    return { url: settings.redisUrl, options: { ...credentials, ...tlsOptions }, description: `${url.protocol}//${url.host}` };
+  }
+  return {
+    url: undefined,
+    options: {
+      sentinels: settings.redisSentinels.map(({ host, port }) => ({ host, port })),
+      name: settings.redisSentinelName,
+      ...(settings.redisSentinelUsername !== '' ? { sentinelUsername: settings.redisSentinelUsername } : {}),
+      ...(settings.redisSentinelPassword !== '' ? { sentinelPassword: settings.redisSentinelPassword } : {}),
+      ...credentials,
+      ...tlsOptions,
+      ...(tls ? { enableTLSForSentinelMode: true, sentinelTLS: ca === undefined ? {} : { ca } } : {}),
+    },
+    description: `sentinel ${settings.redisSentinelName} via ${settings.redisSentinels.map(({ host, port }) => (host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`)).join(',')}`,
+  };
+}
+
+/** A plain REDIS_URL with nothing else set (key administration in tests and the benchmark). */
+export function urlTarget(url: string): RedisTarget {
+  const parsed = new URL(url);
+  return { url, options: {}, description: `${parsed.protocol}//${parsed.host}` };
+}

@@ -1,0 +1,95 @@
+import { createKey, runCli, startServe, type ServeProcess } from '../helpers/cli.js';
+import { request } from '../helpers/http.js';
+import { startSentinelTopology, type SentinelTopology } from '../helpers/redis-sentinel-topology.js';
+import { key as hostPort } from '../helpers/redis-topology.js';
+import { stopAll } from '../helpers/stop-all.js';
+import { startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
+import { waitFor } from '../helpers/wait.js';
+
+/**
+ * Redis through Sentinel, on loopback: a primary, a replica and three Sentinels, with an ACL user on
+ * the data nodes and a password on the Sentinels. Two gateways under load while the primary is
+ * killed: nothing that should be refused is allowed, they recover with no restart, and a key
+ * disabled after the failover is refused by both within a second.
+ */
+const LIST = '/v1/acquirer/eod_statements';
+const AUTH = { username: 'gateway', password: 'data-node-secret', sentinelPassword: 'sentinel-secret' };
+
+let topology: SentinelTopology;
+let upstream: RecordingUpstream;
+let env: Record<string, string>;
+const gateways: ServeProcess[] = [];
+
+beforeAll(async () => {
+  topology = await startSentinelTopology(AUTH);
+  upstream = await startUpstream();
+  env = {
+    REDIS_SENTINELS: topology.sentinels.map(hostPort).join(','),
+    REDIS_SENTINEL_NAME: topology.name,
+    REDIS_USERNAME: AUTH.username,
+    REDIS_PASSWORD: AUTH.password,
+    REDIS_SENTINEL_PASSWORD: AUTH.sentinelPassword,
+    REDIS_KEY_PREFIX: 'agw-sentinel:',
+  };
+  for (let i = 0; i < 2; i++) gateways.push(await startServe({ ...env, UPSTREAM_URL: upstream.url }));
+  for (const g of gateways) await waitFor(async () => (await request(g.adminUrl, '/readyz')).status === 200, { what: 'the gateway ready' });
+}, 60_000);
+
+afterAll(() => stopAll(...gateways.map((g) => () => g.stop()), () => upstream?.close(), () => topology?.stop()));
+
+const statusOf = async (g: ServeProcess, key: string) => (await request(g.url, LIST, { authorization: `Bearer ${key}` })).status;
+const keyStoreState = async (g: ServeProcess) => JSON.parse((await request(g.adminUrl, '/readyz')).body.toString()).checks.key_store as string;
+
+it('keys commands work through the Sentinels; the secrets never show', async () => {
+  const created = await createKey(env, { acquirer: 'acq_1', permissions: ['eod_list', 'eod_read'] });
+  const shown = await runCli(['keys', 'show', created.id], env);
+  expect(shown.code).toBe(0);
+  expect(JSON.parse(shown.stdout)).toMatchObject({ id: created.id, acquirer_id: 'acq_1' });
+  for (const g of gateways) expect(await statusOf(g, created.key)).toBe(200);
+  for (const g of gateways) expect(g.logLines.join('\n')).not.toMatch(/data-node-secret|sentinel-secret/);
+});
+
+it('a failover under load allows nothing it should refuse, recovers with no restart, and a later disable reaches both gateways within 1 s', async () => {
+  const valid = await createKey(env, { acquirer: 'acq_1', permissions: ['eod_list', 'eod_read'] });
+  const disabledBefore = await createKey(env, { acquirer: 'acq_1', permissions: ['eod_list', 'eod_read'] });
+  const disabledAfter = await createKey(env, { acquirer: 'acq_1', permissions: ['eod_list', 'eod_read'] });
+  expect((await runCli(['keys', 'disable', disabledBefore.id], env)).code).toBe(0);
+  for (const g of gateways) {
+    expect([await statusOf(g, valid.key), await statusOf(g, disabledBefore.key), await statusOf(g, disabledAfter.key)]).toEqual([200, 401, 200]);
+  }
+
+  // Load on both gateways, with every key, for as long as the failover takes.
+  const seen = { disabledAllowed: 0, validStatuses: new Set<number>(), readiness: new Set<string>() };
+  let loading = true;
+  const load = Promise.all(
+    gateways.map(async (g) => {
+      while (loading) {
+        if ((await statusOf(g, disabledBefore.key)) === 200) seen.disabledAllowed++;
+        seen.validStatuses.add(await statusOf(g, valid.key));
+        seen.readiness.add(await keyStoreState(g));
+      }
+    }),
+  );
+  const old = await topology.primary();
+  await topology.killPrimary();
+  await topology.waitForNewPrimary(old, 30_000);
+  // Recovery with no restart: lookups and change notices on the new primary.
+  for (const g of gateways) await waitFor(async () => (await keyStoreState(g)) === 'ok' && (await statusOf(g, valid.key)) === 200, { timeoutMs: 15_000, what: 'the gateway back on the new primary' });
+  loading = false;
+  await load;
+  expect(seen.disabledAllowed).toBe(0);
+  // The load saw the failover: readiness said what it waited for (lookups, or change notices).
+  expect(seen.readiness.has('unavailable') || seen.readiness.has('no_change_notices')).toBe(true);
+  expect([...seen.validStatuses].every((s) => s === 200 || s === 503)).toBe(true);
+  expect([...seen.readiness].every((s) => ['ok', 'no_change_notices', 'unavailable'].includes(s))).toBe(true);
+  for (const g of gateways) expect(await statusOf(g, disabledBefore.key)).toBe(401);
+
+  // Cached on both, then disabled through the new primary.
+  for (const g of gateways) expect(await statusOf(g, disabledAfter.key)).toBe(200);
+  const disable = await runCli(['keys', 'disable', disabledAfter.id], env);
+  expect(disable.code).toBe(0);
+  expect(disable.stderr).toBe('');
+  const returnedAt = Date.now();
+  for (const g of gateways) await waitFor(async () => (await statusOf(g, disabledAfter.key)) === 401, { timeoutMs: 1_000, what: 'the disable refused within 1 s' });
+  expect(Date.now() - returnedAt).toBeLessThan(1_000);
+}, 90_000);
