@@ -1,8 +1,11 @@
 import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import ipaddr from 'ipaddr.js';
 import { parse } from 'yaml';
+import { CONFIG_FIELDS } from '../../src/config/env.js';
 import { createMetrics, createPrimaryMetrics } from '../../src/observability/metrics/metrics.js';
 
 /**
@@ -107,5 +110,124 @@ describe('examples/', () => {
     } finally {
       admin.close();
     }
+  });
+});
+
+describe('examples/fleet/', () => {
+  const FLEET = 'examples/fleet';
+  const read = (file: string) => readFileSync(path.join(FLEET, file), 'utf8');
+  const compose = parse(read('docker-compose.yml'));
+  const services = compose.services as Record<string, Record<string, any>>;
+  const gateways = Object.keys(services).filter((name) => /^gateway-\d+$/.test(name)).sort();
+  const sentinels = Object.keys(services).filter((name) => /^sentinel-\d+$/.test(name)).sort();
+  const known = new Map(Object.values(CONFIG_FIELDS).map((spec) => [spec.env as string, spec.default]));
+
+  /** A gateway's setting: its environment, else the image's ENV (Dockerfile), else the default. */
+  function setting(service: string, name: string): string | undefined {
+    const own = services[service]!.environment?.[name];
+    if (own !== undefined) return String(own);
+    const dockerfile = readFileSync('Dockerfile', 'utf8').replace(/\\\n/g, ' ');
+    const runtime = dockerfile.slice(dockerfile.lastIndexOf('\nFROM '));
+    const image = new Map([...runtime.matchAll(/^ENV (.*)$/gm)].flatMap((m) => [...m[1]!.matchAll(/([A-Z_][A-Z0-9_]*)=(\S+)/g)].map((kv) => [kv[1]!, kv[2]!] as const)));
+    return image.get(name) ?? known.get(name);
+  }
+
+  /** `source:target[:mode]` of a service's bind mounts, sources as written. */
+  const mounts = (service: string) =>
+    ((services[service]!.volumes ?? []) as string[]).map((v) => {
+      const [source, target, mode] = v.split(':');
+      return { source: source!, target: target!, mode };
+    });
+  const mountOf = (service: string, source: string) => mounts(service).find((m) => m.source === source);
+
+  it('parses, runs every part, and mounts only files that exist', () => {
+    expect(Object.keys(services).sort()).toEqual([
+      'balancer',
+      'gateway-1',
+      'gateway-2',
+      'grafana',
+      'prometheus',
+      'redis-primary',
+      'redis-replica',
+      'sentinel-1',
+      'sentinel-2',
+      'sentinel-3',
+      'statements',
+    ]);
+    for (const name of [...gateways, 'statements']) expect(path.resolve(FLEET, services[name]!.build.context)).toBe(process.cwd());
+    for (const name of Object.keys(services)) {
+      for (const { source } of mounts(name)) if (source.startsWith('.')) expect([name, source, existsSync(path.join(FLEET, source))]).toEqual([name, source, true]);
+    }
+  });
+
+  it('each gateway sets only known settings, finds Redis through the three Sentinels, and trusts the balancer alone', () => {
+    expect(gateways).toEqual(['gateway-1', 'gateway-2']);
+    const conf = read('sentinel.conf');
+    const sentinelPort = conf.match(/^port (\d+)$/m)![1];
+    const [, master, primary, primaryPort] = conf.match(/^sentinel monitor (\S+) (\S+) (\d+) \d+$/m)!;
+    const balancer = services.balancer!.networks.default.ipv4_address as string;
+    for (const name of gateways) {
+      const env = services[name]!.environment as Record<string, string>;
+      // A misspelt or removed name would be ignored without a word, and its default used.
+      expect(Object.keys(env).filter((key) => !known.has(key))).toEqual([]);
+      expect(env.UPSTREAM_URL).toBe(`http://statements:${services.statements!.environment.PORT}`);
+      expect(env.REDIS_SENTINELS!.split(',').sort()).toEqual(sentinels.map((s) => `${s}:${sentinelPort}`));
+      expect(env.REDIS_SENTINEL_NAME).toBe(master);
+      expect(env.TRUSTED_PROXIES).toBe(balancer);
+      // Prometheus comes from another container: the admin listener must not be on loopback only.
+      expect(['0.0.0.0', '::']).toContain(setting(name, 'ADMIN_HOST'));
+    }
+    // Sentinel's primary is the Redis the replica follows, and both keep every write on disk.
+    expect(services[primary!]).toBeDefined();
+    expect(services['redis-replica']!.command.join(' ')).toContain(`--replicaof ${primary} ${primaryPort}`);
+    for (const name of ['redis-primary', 'redis-replica']) expect(services[name]!.command.join(' ')).toMatch(/--appendonly yes --appendfsync always/);
+    // The balancer's fixed address is in the network, outside the range other containers are given.
+    const [ipam] = compose.networks.default.ipam.config;
+    const address = ipaddr.parse(balancer);
+    expect(address.match(ipaddr.parseCIDR(ipam.subnet))).toBe(true);
+    expect(address.match(ipaddr.parseCIDR(ipam.ip_range))).toBe(false);
+  });
+
+  it('each sentinel runs on a writable copy of the read-only shared config (Sentinel rewrites its file)', () => {
+    expect(sentinels).toHaveLength(3);
+    for (const name of sentinels) {
+      const shared = mountOf(name, './sentinel.conf');
+      expect(shared?.mode).toBe('ro');
+      const script = (services[name]!.command as string[]).join(' ');
+      const copy = script.match(/cp (\S+) (\S+);/);
+      expect(copy?.[1]).toBe(shared!.target);
+      expect(copy?.[2]).not.toBe(shared!.target);
+      expect(script).toContain(`redis-server ${copy![2]} --sentinel`);
+    }
+  });
+
+  it('nginx balances over both gateways\' public port and passes the client address the gateways believe', () => {
+    expect(mountOf('balancer', './nginx.conf')?.target).toBe('/etc/nginx/nginx.conf');
+    const conf = read('nginx.conf').replace(/#.*$/gm, '');
+    const [, upstream, body] = conf.match(/upstream\s+(\S+)\s*\{([^}]*)\}/)!;
+    const servers = [...body!.matchAll(/^\s*server\s+(\S+)/gm)].map((m) => m[1]).sort();
+    expect(servers).toEqual(gateways.map((g) => `${g}:${setting(g, 'PORT')}`));
+    expect(conf).toMatch(new RegExp(`proxy_pass\\s+http://${upstream};`));
+    expect(conf).toMatch(/proxy_set_header\s+X-Forwarded-For\s+(\$remote_addr|\$proxy_add_x_forwarded_for);/);
+    const listen = conf.match(/listen\s+(\d+);/)![1];
+    expect(services.balancer!.ports).toEqual([`${listen}:${listen}`]);
+  });
+
+  it('Prometheus scrapes both gateways\' admin ports, and Grafana shows the dashboard from it', () => {
+    const scrape = parse(read('prometheus.yml'));
+    expect(mountOf('prometheus', './prometheus.yml')?.target).toBe('/etc/prometheus/prometheus.yml');
+    expect(scrape.rule_files).toEqual([mountOf('prometheus', '../alerts.yml')?.target]);
+    const targets = scrape.scrape_configs.flatMap((c: { static_configs: { targets: string[] }[] }) => c.static_configs.flatMap((s) => s.targets)).sort();
+    expect(targets).toEqual(gateways.map((g) => `${g}:${setting(g, 'ADMIN_PORT')}`));
+
+    const dashboards = parse(read('grafana/dashboards.yml'));
+    const dashboard = mountOf('grafana', '../grafana-dashboard.json');
+    expect(dashboards.providers.map((p: { options: { path: string } }) => p.options.path)).toEqual([path.posix.dirname(dashboard!.target)]);
+    expect(dashboards.providers[0].type).toBe('file');
+    expect(mountOf('grafana', './grafana/dashboards.yml')?.target).toMatch(/^\/etc\/grafana\/provisioning\/dashboards\/[^/]+\.yml$/);
+    const datasources = parse(read('grafana/datasources.yml')).datasources;
+    expect(mountOf('grafana', './grafana/datasources.yml')?.target).toMatch(/^\/etc\/grafana\/provisioning\/datasources\/[^/]+\.yml$/);
+    // The dashboard's `datasource` variable takes the default Prometheus.
+    expect(datasources).toEqual([expect.objectContaining({ type: 'prometheus', url: 'http://prometheus:9090', isDefault: true })]);
   });
 });
