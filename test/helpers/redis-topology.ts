@@ -8,10 +8,14 @@ import { freePort } from './redis.js';
 import { waitFor } from './wait.js';
 
 /**
- * Shared machinery of the Sentinel and Cluster topologies (redis-sentinel-topology.ts,
- * redis-cluster-topology.ts): throwaway redis-server processes on free loopback ports, in a
+ * Throwaway Redis topologies for tests, on loopback: a Sentinel one (startSentinelTopology, in
+ * redis-sentinel-topology.ts) and a Cluster one (startRedisCluster, in redis-cluster-topology.ts),
+ * both exported from here too. Below, their shared machinery: redis processes on free ports in a
  * temporary directory, and one-shot admin commands to them.
  */
+export { startSentinelTopology, type SentinelTopology, type SentinelTopologyOptions } from './redis-sentinel-topology.js';
+export { startRedisCluster, type RedisClusterTopology } from './redis-cluster-topology.js';
+
 export interface HostPort {
   host: string;
   port: number;
@@ -92,9 +96,15 @@ function portTaken(port: number): Promise<boolean> {
 export class RedisProcesses {
   readonly dir: string;
   private readonly children = new Map<number, ChildProcess>();
+  /** Should the test process exit without stop(), its redis processes and files go with it. */
+  private readonly killAll = () => {
+    for (const child of this.children.values()) child.kill('SIGKILL');
+    rmSync(this.dir, { recursive: true, force: true });
+  };
 
   constructor(prefix: string) {
     this.dir = mkdtempSync(path.join(tmpdir(), prefix));
+    process.once('exit', this.killAll);
   }
 
   /**
@@ -148,6 +158,7 @@ export class RedisProcesses {
 
   async stop(): Promise<void> {
     await Promise.all([...this.children.keys()].map((port) => this.kill(port)));
+    process.removeListener('exit', this.killAll);
     rmSync(this.dir, { recursive: true, force: true });
   }
 }
