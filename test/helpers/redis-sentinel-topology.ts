@@ -15,7 +15,10 @@ export interface SentinelTopology {
   primary(): Promise<HostPort>;
   /** SIGKILLs the current primary (it stays dead); the sentinels then fail over in a few seconds. */
   killPrimary(): Promise<void>;
-  /** SENTINEL FAILOVER: the replica is promoted and the old primary, still running, demoted. */
+  /**
+   * SENTINEL FAILOVER: the replica is promoted at once; the old primary keeps running and stays a
+   * writable master until the sentinels convert it to a replica, about 10 s later (then they kill its clients).
+   */
   failover(): Promise<void>;
   /** Waits until a majority of sentinels name a primary other than `old`, and that it answers ROLE as master. */
   waitForNewPrimary(old: HostPort, timeoutMs?: number): Promise<HostPort>;
