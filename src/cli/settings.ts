@@ -2,7 +2,8 @@
  * @module
  * A setting a command other than `serve` reads from the environment, checked as `serve` checks it.
  */
-import { CONFIG_FIELDS, type FieldSpec } from '../config/env.js';
+import type { FieldSpec } from '../config/env.js';
+import { REDIS_CONNECTION_FIELDS } from '../config/redis-fields.js';
 import { ConfigError, readSetting, redisModeProblems } from '../config/load-config.js';
 import type { RedisSettings } from '../keys/redis-target.js';
 import { UsageError } from './command-line.js';
@@ -17,11 +18,9 @@ export function setting<T>(env: NodeJS.ProcessEnv, spec: FieldSpec<T>): T {
   }
 }
 
-const REDIS_FIELDS = ['redisUrl', 'redisSentinels', 'redisSentinelName', 'redisSentinelUsername', 'redisSentinelPassword', 'redisUsername', 'redisPassword', 'redisTls', 'redisTlsCaFile'] as const;
-
 /** Where the key store's Redis is, as `serve` reads it: each setting checked, then how they combine. */
 export function redisSettings(env: NodeJS.ProcessEnv): RedisSettings {
-  const values = Object.fromEntries(REDIS_FIELDS.map((name) => [name, setting(env, CONFIG_FIELDS[name] as FieldSpec<unknown>)]));
+  const values = Object.fromEntries(Object.entries(REDIS_CONNECTION_FIELDS).map(([name, spec]) => [name, setting(env, spec as FieldSpec<unknown>)]));
   const problems = redisModeProblems(values);
   if (problems.length > 0) throw new UsageError(`invalid configuration: ${problems.join('; ')}`);
   return values as unknown as RedisSettings;

@@ -45,10 +45,7 @@ export function redisTarget(settings: RedisSettings): RedisTarget {
     }
   }
   const tlsOptions: RedisOptions = tls ? { tls: ca === undefined ? {} : { ca } } : {};
-  if (settings.redisSentinels.length === 0) {
-    const url = new URL(settings.redisUrl);
-    return { url: settings.redisUrl, options: { ...credentials, ...tlsOptions }, description: `${url.protocol}//${url.host}` };
-  }
+  if (settings.redisSentinels.length === 0) return { ...urlTarget(settings.redisUrl), options: { ...credentials, ...tlsOptions } };
   return {
     url: undefined,
     options: {

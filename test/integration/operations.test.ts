@@ -13,6 +13,7 @@ import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 import { startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
 import { waitFor } from '../helpers/wait.js';
 import { stopAll } from '../helpers/stop-all.js';
+import { metricValue } from '../helpers/metrics.js';
 
 /**
  * The gateway as a platform team runs it: metrics, health and readiness on the admin listener,
@@ -36,16 +37,6 @@ let finishSlow: (() => void) | undefined;
 /** Releases the answers the upstream holds back (by_date 2000-01-01). */
 let held: (() => void)[] = [];
 
-/** The sum of the series matching `labels`, or undefined when there is none (never a silent 0). */
-function metricValue(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
-  let sum: number | undefined;
-  for (const line of text.split('\n')) {
-    if (!line.startsWith(name + '{') && !line.startsWith(name + ' ')) continue;
-    const [series, value] = [line.slice(0, line.lastIndexOf(' ')), line.slice(line.lastIndexOf(' ') + 1)];
-    if (Object.entries(labels).every(([k, v]) => series.includes(`${k}="${v}"`))) sum = (sum ?? 0) + Number(value);
-  }
-  return sum;
-}
 
 /**
  * Starts a download of the slow CSV (its upstream holds the body open until `finishSlow()`), and

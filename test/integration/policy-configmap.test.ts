@@ -6,6 +6,7 @@ import { startTestRedis, type TestRedis } from '../helpers/redis.js';
 import { tempDir } from '../helpers/temp-dir.js';
 import { stopAll } from '../helpers/stop-all.js';
 import { waitFor } from '../helpers/wait.js';
+import { metricValue } from '../helpers/metrics.js';
 
 /**
  * The policy as Kubernetes delivers it (deploy/kubernetes/): a ConfigMap mounted as a directory, where
@@ -47,16 +48,6 @@ function kubeletWrite(dir: string, files: Record<string, string>): void {
   if (previous !== undefined) rmSync(path.join(dir, previous), { recursive: true, force: true });
 }
 
-/** The sum of the series matching `labels`, or undefined when there is none. */
-function metricValue(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
-  let sum: number | undefined;
-  for (const line of text.split('\n')) {
-    if (!line.startsWith(name + '{') && !line.startsWith(name + ' ')) continue;
-    const [series, value] = [line.slice(0, line.lastIndexOf(' ')), line.slice(line.lastIndexOf(' ') + 1)];
-    if (Object.entries(labels).every(([k, v]) => series.includes(`${k}="${v}"`))) sum = (sum ?? 0) + Number(value);
-  }
-  return sum;
-}
 
 const metricsText = async (s: ServeProcess) => (await request(s.adminUrl, '/metrics')).body.toString();
 
