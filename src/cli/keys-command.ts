@@ -4,16 +4,15 @@
  * validated completely (key-arguments.ts) before anything is written.
  */
 import type { ParseArgsOptionsConfig } from 'node:util';
-import { CONFIG_FIELDS } from '../config/env.js';
 import { generateKey, generateKeyId, hashKey, toPublicRecord, type ApiKeyRecord } from '../keys/api-key.js';
 import { CorruptKeyRecordError, KeyCommandError, KeyNotFoundError, type KeyStore } from '../keys/key-store.js';
 import { RedisKeyStore } from '../keys/redis-key-store.js';
 import { redisTarget, type RedisTarget } from '../keys/redis-target.js';
 import { CommandError, parseCommandLine, UsageError, wantsHelp } from './command-line.js';
-import { redisSettings, setting } from './settings.js';
+import { redisSettings } from './settings.js';
 import { keyIdArgument, validAcquirer, validAllowedIps, validDescription, validPermissions } from './key-arguments.js';
 
-const ENVIRONMENT = 'Redis: REDIS_URL, REDIS_KEY_PREFIX. Permissions: the catalogue of POLICY_FILE.';
+const ENVIRONMENT = 'Redis: REDIS_URL (or REDIS_SENTINELS or REDIS_CLUSTER_NODES), REDIS_KEY_PREFIX.\nPermissions: the catalogue of POLICY_FILE.';
 
 export const KEYS_USAGE = `usage: acquirer-gateway keys <subcommand> [options]
   create    make a key for an acquirer; its secret is printed this once only
@@ -188,10 +187,11 @@ const NOBODY_TOLD =
 /** Runs `run` against the store: Redis from REDIS_URL (checked as serve checks it), connected once. */
 async function withStore(ctx: KeysContext, run: Run): Promise<void> {
   // An empty prefix would write keys no gateway reads, and a URL that is not one would fail later, with a stack.
-  const prefix = setting(ctx.env, CONFIG_FIELDS.redisKeyPrefix);
+  const settings = redisSettings(ctx.env);
+  const prefix = settings.redisKeyPrefix;
   let target: RedisTarget;
   try {
-    target = redisTarget(redisSettings(ctx.env));
+    target = redisTarget(settings);
   } catch (err) {
     if (err instanceof UsageError) throw err;
     throw new CommandError((err as Error).message); // the CA file

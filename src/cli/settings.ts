@@ -19,9 +19,9 @@ export function setting<T>(env: NodeJS.ProcessEnv, spec: FieldSpec<T>): T {
 }
 
 /** Where the key store's Redis is, as `serve` reads it: each setting checked, then how they combine. */
-export function redisSettings(env: NodeJS.ProcessEnv): RedisSettings {
+export function redisSettings(env: NodeJS.ProcessEnv): RedisSettings & { readonly redisKeyPrefix: string } {
   const values = Object.fromEntries(Object.entries(REDIS_CONNECTION_FIELDS).map(([name, spec]) => [name, setting(env, spec as FieldSpec<unknown>)]));
   const problems = redisModeProblems(values);
   if (problems.length > 0) throw new UsageError(`invalid configuration: ${problems.join('; ')}`);
-  return values as unknown as RedisSettings;
+  return values as unknown as RedisSettings & { readonly redisKeyPrefix: string };
 }

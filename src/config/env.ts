@@ -18,7 +18,6 @@ import {
   DEFAULT_POLICY_FILE,
   DEFAULT_PORT,
   DEFAULT_REDIS_COMMAND_TIMEOUT_MS,
-  DEFAULT_REDIS_KEY_PREFIX,
   DEFAULT_REQUEST_TIMEOUT_MS,
   DEFAULT_SHUTDOWN_TIMEOUT_MS,
   DEFAULT_STREAM_IDLE_TIMEOUT_MS,
@@ -81,13 +80,6 @@ export const CONFIG_FIELDS = {
     secret: true,
   }),
   ...REDIS_CONNECTION_FIELDS,
-  redisKeyPrefix: field({
-    env: 'REDIS_KEY_PREFIX',
-    default: DEFAULT_REDIS_KEY_PREFIX,
-    summary: 'namespace of every Redis key and channel used',
-    description: 'Namespace of every Redis key and channel the gateway uses.',
-    schema: z.string().min(1, 'must not be empty'),
-  }),
   policyFile: field({
     env: 'POLICY_FILE',
     default: DEFAULT_POLICY_FILE,

@@ -6,6 +6,7 @@
 import { halfOfPool } from './defaults.js';
 import { CONFIG_FIELDS, type Config, type FieldSpec } from './env.js';
 import { compileAllowlist } from '../net/ip-allowlist.js';
+import { hashTagOf } from './redis-fields.js';
 
 type Fields = typeof CONFIG_FIELDS;
 
@@ -73,7 +74,14 @@ export function redisModeProblems(values: Readonly<Record<string, unknown>>): st
   const sentinels = values.redisSentinels as readonly unknown[];
   if (sentinels.length > 0 && values.redisSentinelName === '') problems.push('REDIS_SENTINEL_NAME: required with REDIS_SENTINELS (the name the Sentinels monitor the primary by)');
   if (sentinels.length === 0 && values.redisSentinelName !== '') problems.push('REDIS_SENTINEL_NAME: set, but REDIS_SENTINELS is empty');
-  if (sentinels.length === 0) {
+  const clusterNodes = values.redisClusterNodes as readonly unknown[];
+  if (clusterNodes.length > 0 && sentinels.length > 0) problems.push('REDIS_CLUSTER_NODES: set together with REDIS_SENTINELS; choose one way to reach Redis');
+  if (clusterNodes.length > 0 && hashTagOf(values.redisKeyPrefix as string) === null) {
+    problems.push(
+      `REDIS_KEY_PREFIX: must hold a hash tag in Cluster mode, so that every key and the notice channel share one slot, e.g. {${(values.redisKeyPrefix as string).replace(/:$/, '').replaceAll(/[{}]/g, '')}}: (got ${JSON.stringify(values.redisKeyPrefix)})`,
+    );
+  }
+  if (sentinels.length === 0 && clusterNodes.length === 0) {
     const url = new URL(values.redisUrl as string);
     if (url.password !== '' && values.redisPassword !== '') problems.push('REDIS_PASSWORD: REDIS_URL holds a password too; set it in one place');
     if (url.username !== '' && values.redisUsername !== '') problems.push('REDIS_USERNAME: REDIS_URL holds a user too; set it in one place');

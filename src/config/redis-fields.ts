@@ -4,7 +4,7 @@
  * builds the connection from them; load-config.ts checks how they combine).
  */
 import { z } from 'zod';
-import { DEFAULT_REDIS_URL } from './defaults.js';
+import { DEFAULT_REDIS_KEY_PREFIX, DEFAULT_REDIS_URL } from './defaults.js';
 import { field } from './field.js';
 import { booleanText, hostPortList, redisUrl } from './setting-types.js';
 
@@ -24,6 +24,14 @@ export const REDIS_CONNECTION_FIELDS = {
     summary: 'Redis Sentinels host:port,…, instead of REDIS_URL',
     description:
       'Redis through Sentinel: `host:port,…` of the Sentinels, with `REDIS_SENTINEL_NAME`. When set, `REDIS_URL` is not used: the primary is the one the Sentinels name, asked again after each failover (database 0; `REDIS_USERNAME`, `REDIS_PASSWORD` and `REDIS_TLS` apply to it). See operations, "Redis that fails over".',
+    schema: hostPortList,
+  }),
+  redisClusterNodes: field({
+    env: 'REDIS_CLUSTER_NODES',
+    default: '',
+    summary: 'Redis Cluster nodes host:port,…, instead of REDIS_URL',
+    description:
+      'Redis Cluster: `host:port,…` of some of its nodes to start from (ioredis learns the rest). When set, `REDIS_URL` is not used, and `REDIS_KEY_PREFIX` must hold a hash tag (`{acquirer-gateway}:`) so that every key and the notice channel share one slot. `REDIS_USERNAME`, `REDIS_PASSWORD` and `REDIS_TLS` apply to every node. See operations, "Redis that fails over".',
     schema: hostPortList,
   }),
   redisSentinelName: field({
@@ -70,6 +78,14 @@ export const REDIS_CONNECTION_FIELDS = {
     description: 'Connect to Redis over TLS, and to the Sentinels too in Sentinel mode; `rediss://` in `REDIS_URL` means the same. Certificates are checked against the system\'s CAs, or `REDIS_TLS_CA_FILE`.',
     schema: booleanText,
   }),
+  redisKeyPrefix: field({
+    env: 'REDIS_KEY_PREFIX',
+    default: DEFAULT_REDIS_KEY_PREFIX,
+    summary: 'namespace of every Redis key and channel used',
+    description:
+      'Namespace of every Redis key and channel the gateway uses. In Cluster mode it must hold a hash tag, a non-empty `{…}` (`{acquirer-gateway}:`): Redis then keeps every key under it in one slot, so that a key\'s creation is one transaction.',
+    schema: z.string().min(1, 'must not be empty'),
+  }),
   redisTlsCaFile: field({
     env: 'REDIS_TLS_CA_FILE',
     default: '',
@@ -78,3 +94,13 @@ export const REDIS_CONNECTION_FIELDS = {
     schema: z.string(),
   }),
 };
+
+/**
+ * Redis Cluster hashes only a key's hash tag, the text between its first `{` and the first `}` after
+ * it, when that is not empty: a prefix that holds one puts every key under it in one slot.
+ */
+export function hashTagOf(prefix: string): string | null {
+  const open = prefix.indexOf('{');
+  const close = open < 0 ? -1 : prefix.indexOf('}', open + 1);
+  return close > open + 1 ? prefix.slice(open + 1, close) : null;
+}

@@ -3,10 +3,12 @@
  * The key store's two Redis connections (commands, and change notices) and what they say of the
  * store's health. Gateways fail fast rather than queue: no offline queue, a command timeout, and
  * reconnection forever with a short back-off, so an outage costs a 503 and recovery needs nobody.
+ * In Cluster mode commands go through a Cluster client, and notices through one node at a time.
  */
-import { Redis, type RedisOptions } from 'ioredis';
+import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { DEFAULT_REDIS_COMMAND_TIMEOUT_MS, DEFAULT_REDIS_HEALTH_CHECK_INTERVAL_MS } from '../config/defaults.js';
 import type { KeyStoreEvent } from './key-store.js';
+import { clusterSubscribers, openCluster, subscriberCandidates } from './redis-cluster.js';
 import type { RedisTarget } from './redis-target.js';
 
 const RECONNECT_MAX_DELAY_MS = 1000;
@@ -20,6 +22,8 @@ export interface RedisConnectionOptions {
   readonly channel?: (db: number) => string;
   /** Key administration: wait for the connection instead of failing at once, then give up. */
   readonly waitForConnection?: boolean;
+  /** Cluster mode: a key in the store's slot; the health check asks the node serving it. */
+  readonly storeKey?: string;
   /** Gateways: ping both connections this often and reconnect one that does not answer. */
   readonly healthCheckIntervalMs?: number;
   /** Told about connection and subscription failures (never about a missing key). */
@@ -29,8 +33,12 @@ export interface RedisConnectionOptions {
 }
 
 export class RedisConnections {
-  readonly client: Redis;
-  readonly #subscriber: Redis | undefined;
+  readonly client: Redis | Cluster;
+  /** Replaced in Cluster mode each time its node is lost (#openClusterSubscriber). */
+  #subscriber: Redis | undefined;
+  /** Cluster mode: which candidate node the next subscriber tries, and how many have failed in a row. */
+  #clusterAttempt = { next: 0, failures: 0 };
+  #closing = false;
   readonly #options: RedisConnectionOptions;
   #health: { available: boolean; notices: boolean } = { available: false, notices: false };
   #subscribed = false;
@@ -49,7 +57,7 @@ export class RedisConnections {
    * moment. The reconnect that follows reports nothing until the socket closes, and ioredis gives a
    * socket it ends up to 2 s to close, cached keys trusted all the while.
    */
-  readonly #unanswered = new Set<Redis>();
+  readonly #unanswered = new Set<Redis | Cluster>();
   readonly #healthCheck: NodeJS.Timeout | undefined;
 
   constructor(options: RedisConnectionOptions) {
@@ -79,19 +87,21 @@ export class RedisConnections {
       const redisOptions = { ...options.target.options, ...common, ...extra, connectionName };
       return options.target.url === undefined ? new Redis(redisOptions) : new Redis(options.target.url, redisOptions);
     };
-    this.client = open('acquirer-gateway');
+    const clusterNodes = options.target.clusterNodes;
+    this.client = clusterNodes === undefined ? open('acquirer-gateway') : openCluster(clusterNodes, { ...options.target.options, ...common, connectionName: 'acquirer-gateway' }, waiting, RECONNECT_MAX_DELAY_MS);
     this.#watchClient();
     const channel = options.channel?.(this.db);
-    if (channel !== undefined) this.#subscriber = this.#subscribe(open('acquirer-gateway:events', { autoResubscribe: false }), channel);
+    if (channel !== undefined && clusterNodes === undefined) this.#subscriber = this.#subscribe(open('acquirer-gateway:events', { autoResubscribe: false }), channel);
+    if (channel !== undefined && clusterNodes !== undefined) this.#openClusterSubscriber(channel, { ...options.target.options, ...common, autoResubscribe: false, connectionName: 'acquirer-gateway:events' });
     if (!waiting) {
       this.#healthCheck = setInterval(() => this.#checkHealth(), options.healthCheckIntervalMs ?? DEFAULT_REDIS_HEALTH_CHECK_INTERVAL_MS);
       this.#healthCheck.unref();
     }
   }
 
-  /** The database REDIS_URL names. */
+  /** The database REDIS_URL names (a Cluster has only 0). */
   get db(): number {
-    return this.client.options.db ?? 0;
+    return this.client instanceof Cluster ? 0 : (this.client.options.db ?? 0);
   }
 
   /** Whether Redis answers (on the database named), and whether change notices are subscribed (key administration subscribes to none). */
@@ -109,7 +119,17 @@ export class RedisConnections {
     if (this.#databaseRefused !== undefined) throw new Error(`Redis refused the database REDIS_URL names: ${this.#databaseRefused.message}`);
   }
 
+  /**
+   * Announces a change; resolves to how many gateways are subscribed to hear it (PUBLISH's count
+   * of receivers; in Cluster mode, the subscribers on every node, since PUBLISH counts one node's).
+   */
+  async publish(channel: string, message: string): Promise<number> {
+    const receivers = await this.client.publish(channel, message);
+    return this.client instanceof Cluster ? clusterSubscribers(this.client, channel) : receivers;
+  }
+
   async close(): Promise<void> {
+    this.#closing = true;
     clearInterval(this.#healthCheck);
     await Promise.all([this.client, this.#subscriber].map((c) => c?.quit().catch(() => c.disconnect())));
   }
@@ -137,6 +157,26 @@ export class RedisConnections {
       this.#updateHealth();
     });
     client.on('close', () => this.#updateHealth());
+    // Cluster mode: one node's failure (the Cluster as a whole reports 'error' and 'close' above).
+    client.on('node error', (err: unknown, node: string) => this.#onError(err, `redis cluster node ${node}`));
+  }
+
+  /**
+   * Cluster mode: a subscriber on one node, and when it is lost (or its health check unanswered),
+   * a new one on the next node the Cluster client knows. A node is never tried again by ioredis,
+   * which would wait on a dead node's address; resubscribing resyncs as in the other modes.
+   */
+  #openClusterSubscriber(channel: string, redisOptions: RedisOptions): void {
+    if (this.#closing) return;
+    const candidates = subscriberCandidates(this.client as Cluster, this.#options.target.clusterNodes!);
+    const node = candidates[this.#clusterAttempt.next++ % candidates.length]!;
+    const subscriber = new Redis({ ...redisOptions, host: node.host, port: node.port, retryStrategy: () => null, lazyConnect: false });
+    subscriber.on('ready', () => (this.#clusterAttempt.failures = 0));
+    subscriber.once('end', () => {
+      const delay = Math.min(++this.#clusterAttempt.failures * 100, RECONNECT_MAX_DELAY_MS);
+      setTimeout(() => this.#openClusterSubscriber(channel, redisOptions), delay).unref();
+    });
+    this.#subscriber = this.#subscribe(subscriber, channel);
   }
 
   /**
@@ -179,12 +219,20 @@ export class RedisConnections {
   #checkHealth(): void {
     for (const connection of [this.client, this.#subscriber]) {
       if (connection === undefined || connection.status !== 'ready') continue;
-      connection.ping().catch((err: unknown) => {
-        this.#onError(err, connection === this.client ? 'redis health check' : 'redis change-notice health check');
-        this.#unanswered.add(connection);
-        this.#updateHealth();
-        connection.disconnect(true);
-      });
+      // In a Cluster, PING goes to any node; a read of the store's key goes to the one that matters.
+      const probe = connection instanceof Cluster && this.#options.storeKey !== undefined ? connection.exists(this.#options.storeKey) : connection.ping();
+      probe.then(
+        () => {
+          // A Cluster is not reconnected as a whole for one node's silence: it is down until a PING answers.
+          if (connection instanceof Cluster && this.#unanswered.delete(connection)) this.#updateHealth();
+        },
+        (err: unknown) => {
+          this.#onError(err, connection === this.client ? 'redis health check' : 'redis change-notice health check');
+          this.#unanswered.add(connection);
+          this.#updateHealth();
+          if (!(connection instanceof Cluster)) connection.disconnect(true);
+        },
+      );
     }
   }
 

@@ -34,6 +34,7 @@ export class RedisKeyStore implements KeyStore {
     let layout: RedisLayout | undefined;
     this.#connections = new RedisConnections({
       ...options,
+      storeKey: new RedisLayout(prefix, 0).ids,
       channel: options.subscribe === true ? (db) => (layout = new RedisLayout(prefix, db)).channel : undefined,
       onEvent: (event) => {
         if (event.type !== 'message') return this.#emit(event);
@@ -242,7 +243,7 @@ export class RedisKeyStore implements KeyStore {
   async #publishChange(id: string, hash: string): Promise<void> {
     let receivers: number;
     try {
-      receivers = await this.#connections.client.publish(this.#layout.channel, this.#layout.notice(hash, Date.now()));
+      receivers = await this.#connections.publish(this.#layout.channel, this.#layout.notice(hash, Date.now()));
     } catch (err) {
       throw new ChangeNotAnnouncedError(id, err);
     }

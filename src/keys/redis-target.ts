@@ -1,7 +1,8 @@
 /**
  * @module
- * Where the key store's Redis is, and how to reach it: one URL, or the primary that Sentinels name
- * (ioredis asks them again after every failover). Credentials and TLS apply alike in both modes.
+ * Where the key store's Redis is, and how to reach it: one URL, the primary that Sentinels name
+ * (ioredis asks them again after every failover), or a Cluster's nodes. Credentials and TLS apply
+ * alike in the three modes.
  */
 import { readFileSync } from 'node:fs';
 import type { RedisOptions } from 'ioredis';
@@ -11,6 +12,7 @@ import type { HostPort } from '../config/setting-types.js';
 export interface RedisSettings {
   readonly redisUrl: string;
   readonly redisSentinels: readonly HostPort[];
+  readonly redisClusterNodes: readonly HostPort[];
   readonly redisSentinelName: string;
   readonly redisSentinelUsername: string;
   readonly redisSentinelPassword: string;
@@ -21,9 +23,11 @@ export interface RedisSettings {
 }
 
 export interface RedisTarget {
-  /** REDIS_URL, or undefined in Sentinel mode. */
+  /** REDIS_URL, or undefined in Sentinel and Cluster modes. */
   readonly url: string | undefined;
-  /** What ioredis needs besides the URL: Sentinels, credentials, TLS. */
+  /** Cluster mode: the nodes to start from; undefined otherwise. */
+  readonly clusterNodes?: readonly HostPort[];
+  /** What ioredis needs besides the URL: Sentinels, credentials, TLS (for every node in Cluster mode). */
   readonly options: RedisOptions;
   /** For messages: the mode and hosts, never a user or password. */
   readonly description: string;
@@ -35,7 +39,8 @@ export function redisTarget(settings: RedisSettings): RedisTarget {
     ...(settings.redisUsername !== '' ? { username: settings.redisUsername } : {}),
     ...(settings.redisPassword !== '' ? { password: settings.redisPassword } : {}),
   };
-  const tls = settings.redisTls || (settings.redisSentinels.length === 0 && settings.redisUrl.startsWith('rediss:'));
+  const urlMode = settings.redisSentinels.length === 0 && settings.redisClusterNodes.length === 0;
+  const tls = settings.redisTls || (urlMode && settings.redisUrl.startsWith('rediss:'));
   let ca: Buffer | undefined;
   if (settings.redisTlsCaFile !== '') {
     try {
@@ -45,7 +50,15 @@ export function redisTarget(settings: RedisSettings): RedisTarget {
     }
   }
   const tlsOptions: RedisOptions = tls ? { tls: ca === undefined ? {} : { ca } } : {};
-  if (settings.redisSentinels.length === 0) return { ...urlTarget(settings.redisUrl), options: { ...credentials, ...tlsOptions } };
+  if (urlMode) return { ...urlTarget(settings.redisUrl), options: { ...credentials, ...tlsOptions } };
+  if (settings.redisClusterNodes.length > 0) {
+    return {
+      url: undefined,
+      clusterNodes: settings.redisClusterNodes,
+      options: { ...credentials, ...tlsOptions },
+      description: `cluster via ${hostList(settings.redisClusterNodes)}`,
+    };
+  }
   return {
     url: undefined,
     options: {
@@ -57,7 +70,7 @@ export function redisTarget(settings: RedisSettings): RedisTarget {
       ...tlsOptions,
       ...(tls ? { enableTLSForSentinelMode: true, sentinelTLS: ca === undefined ? {} : { ca } } : {}),
     },
-    description: `sentinel ${settings.redisSentinelName} via ${settings.redisSentinels.map(({ host, port }) => (host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`)).join(',')}`,
+    description: `sentinel ${settings.redisSentinelName} via ${hostList(settings.redisSentinels)}`,
   };
 }
 
@@ -66,3 +79,5 @@ export function urlTarget(url: string): RedisTarget {
   const parsed = new URL(url);
   return { url, options: {}, description: `${parsed.protocol}//${parsed.host}` };
 }
+
+const hostList = (nodes: readonly HostPort[]) => nodes.map(({ host, port }) => (host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`)).join(',');

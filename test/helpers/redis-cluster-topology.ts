@@ -8,6 +8,8 @@ import { HOST, RedisProcesses, adminCall, dataNodeArgs, key, parseHostPort, requ
 export interface RedisClusterTopology {
   /** The primaries when the cluster was made (startup nodes for a client). */
   readonly nodes: HostPort[];
+  /** Every node that has not been killed, primaries and replicas. */
+  running(): HostPort[];
   /** The primary serving the slot of `key`, as a running node sees it now. */
   ownerOf(key: string): Promise<HostPort>;
   /** SIGKILLs one node (it stays dead); its replica takes over its slots in a few seconds. */
@@ -85,6 +87,7 @@ export async function startRedisCluster(auth: RedisAuth = {}): Promise<RedisClus
 
   const topology: RedisClusterTopology = {
     nodes: primaries.filter((at, i) => primaries.findIndex((other) => key(other) === key(at)) === i),
+    running,
     async ownerOf(k) {
       const slot = await slotOf(k);
       return waitFor(async () => {

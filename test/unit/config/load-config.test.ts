@@ -113,4 +113,24 @@ describe('loadConfig', () => {
     expect(both).toEqual(['REDIS_PASSWORD: REDIS_URL holds a password too; set it in one place', 'REDIS_USERNAME: REDIS_URL holds a user too; set it in one place']);
     expect(problems({ ...base, REDIS_PASSWORD: 'x'.repeat(2000) }).join()).not.toContain('xxx');
   });
+
+  it('reads Cluster nodes, and asks for a prefix whose hash tag keeps every key in one slot', () => {
+    const cluster = { ...base, REDIS_CLUSTER_NODES: 'redis-0.redis:6379,10.0.0.2:6380', REDIS_KEY_PREFIX: '{agw}:' };
+    expect(loadConfig(cluster).redisClusterNodes).toEqual([
+      { host: 'redis-0.redis', port: 6379 },
+      { host: '10.0.0.2', port: 6380 },
+    ]);
+    expect(loadConfig({ ...cluster, REDIS_KEY_PREFIX: 'prod:{acquirer-gateway}:' }).redisKeyPrefix).toBe('prod:{acquirer-gateway}:');
+    expect(problems({ ...cluster, REDIS_KEY_PREFIX: 'acquirer-gateway:' })).toEqual([
+      'REDIS_KEY_PREFIX: must hold a hash tag in Cluster mode, so that every key and the notice channel share one slot, e.g. {acquirer-gateway}: (got "acquirer-gateway:")',
+    ]);
+    // Redis hashes the whole key when the first `{` is closed at once: `{}` is no tag.
+    expect(problems({ ...cluster, REDIS_KEY_PREFIX: '{}agw:' })).toHaveLength(1);
+    expect(problems({ ...cluster, REDIS_KEY_PREFIX: 'agw}{' })).toHaveLength(1);
+    expect(problems({ ...cluster, REDIS_SENTINELS: '10.0.0.1:26379', REDIS_SENTINEL_NAME: 'mymaster' })).toEqual([
+      'REDIS_CLUSTER_NODES: set together with REDIS_SENTINELS; choose one way to reach Redis',
+    ]);
+    // Without Cluster nodes a prefix needs no tag.
+    expect(loadConfig({ ...base, REDIS_KEY_PREFIX: 'acquirer-gateway:' }).redisKeyPrefix).toBe('acquirer-gateway:');
+  });
 });

@@ -1,0 +1,51 @@
+/**
+ * @module
+ * What Cluster mode adds to the key store's connections (redis-connections.ts). Every key lives in
+ * the slot of REDIS_KEY_PREFIX's hash tag, so commands go where ioredis routes them. Change notices
+ * use classic pub/sub: a Cluster hands a PUBLISH to every node, so a subscriber on any live node
+ * hears it, and a failover never unsubscribes it (docs/operations.md, "Redis that fails over").
+ */
+import { Cluster, type ClusterOptions, type RedisOptions } from 'ioredis';
+import type { HostPort } from '../config/setting-types.js';
+
+/** How often a gateway asks the Cluster which node serves which slot, besides on a MOVED reply. */
+const SLOTS_REFRESH_INTERVAL_MS = 1000;
+
+/**
+ * A Cluster client whose node connections take `node` (credentials, TLS, timeouts). `waiting`: key
+ * administration, which queues until connected and gives up after a few tries; a gateway fails fast
+ * and tries again forever.
+ */
+export function openCluster(nodes: readonly HostPort[], node: RedisOptions, waiting: boolean, maxDelayMs: number): Cluster {
+  const { enableOfflineQueue: _queue, retryStrategy: _retry, lazyConnect: _lazy, ...redisOptions } = node;
+  const options: ClusterOptions = {
+    enableOfflineQueue: waiting,
+    lazyConnect: waiting,
+    clusterRetryStrategy: waiting ? (times) => (times > 3 ? null : 200) : (times) => Math.min(times * 100, maxDelayMs),
+    slotsRefreshInterval: SLOTS_REFRESH_INTERVAL_MS,
+    slotsRefreshTimeout: 1000,
+    redisOptions,
+  };
+  return new Cluster(
+    nodes.map(({ host, port }) => ({ host, port })),
+    options,
+  );
+}
+
+/**
+ * The nodes a change-notice subscriber may connect to: every node the client knows now (primaries
+ * and replicas alike), or the configured ones before it knows any.
+ */
+export function subscriberCandidates(cluster: Cluster, configured: readonly HostPort[]): HostPort[] {
+  const known = cluster.nodes('all').map((node) => ({ host: node.options.host!, port: node.options.port! }));
+  return known.length > 0 ? known : [...configured];
+}
+
+/**
+ * How many connections are subscribed to `channel` across the Cluster. A PUBLISH counts only the
+ * receivers on the node it ran on, so each node is asked; one that does not answer counts none.
+ */
+export async function clusterSubscribers(cluster: Cluster, channel: string): Promise<number> {
+  const counts = await Promise.allSettled(cluster.nodes('all').map((node) => node.call('PUBSUB', 'NUMSUB', channel)));
+  return counts.reduce((sum, count) => sum + (count.status === 'fulfilled' ? Number((count.value as unknown[])[1]) : 0), 0);
+}
