@@ -1,10 +1,13 @@
 import { Redis, type RedisOptions } from 'ioredis';
 import { waitFor } from './wait.js';
+import type { RedisTls } from './redis-tls.js';
 import { HOST, RedisProcesses, adminCall, dataNodeArgs, key, onPath, requireBinary, roleOf, type HostPort, type RedisAuth } from './redis-topology.js';
 
-export interface SentinelTopologyOptions extends RedisAuth {
+export interface SentinelTopologyOptions extends Omit<RedisAuth, 'tls'> {
   /** requirepass on the sentinels (and sentinel-pass, so they still talk to each other). */
   sentinelPassword?: string;
+  /** TLS only, on the data nodes and the sentinels, between them too (makeRedisTls). */
+  tls?: RedisTls;
 }
 
 /** A primary, one replica and three sentinels (quorum 2) monitoring them as `mymaster`, on loopback. */
@@ -34,9 +37,10 @@ const FAILOVER_TIMEOUT_MS = 3000;
 export async function startSentinelTopology(options: SentinelTopologyOptions = {}): Promise<SentinelTopology> {
   requireBinary('redis-server', 'redis-server redis-sentinel');
   const sentinelCommand = onPath('redis-sentinel') ? 'redis-sentinel' : 'redis-server';
-  const auth: RedisAuth = { username: options.username, password: options.password };
-  const sentinelAuth: RedisAuth = { password: options.sentinelPassword };
-  const processes = new RedisProcesses('agw-sentinel-');
+  const auth: RedisAuth = { username: options.username, password: options.password, tls: options.tls?.client };
+  const sentinelAuth: RedisAuth = { password: options.sentinelPassword, tls: options.tls?.client };
+  const processes = new RedisProcesses('agw-sentinel-', options.tls?.client);
+  const portArgs = (port: number) => options.tls?.serverArgs(port) ?? ['--port', String(port)];
   const clients: Redis[] = [];
   const sentinels: HostPort[] = [];
 
@@ -49,9 +53,9 @@ export async function startSentinelTopology(options: SentinelTopologyOptions = {
     waitFor(async () => (await Promise.all(sentinels.map(check))).every(Boolean), { timeoutMs: 15_000, intervalMs: 50, what });
 
   try {
-    const primaryPort = await processes.start('redis-server', (port) => ['--port', String(port), '--dir', processes.dir, ...dataNodeArgs(auth)]);
+    const primaryPort = await processes.start('redis-server', (port) => [...portArgs(port), '--dir', processes.dir, ...dataNodeArgs(auth)]);
     await processes.start('redis-server', (port) => [
-      '--port', String(port), '--dir', processes.dir, ...dataNodeArgs(auth), '--replicaof', HOST, String(primaryPort),
+      ...portArgs(port), '--dir', processes.dir, ...dataNodeArgs(auth), '--replicaof', HOST, String(primaryPort),
     ]);
     // The sentinels learn of the replica from the primary's INFO, first asked on connecting (then every 10 s).
     await waitFor(
@@ -62,7 +66,7 @@ export async function startSentinelTopology(options: SentinelTopologyOptions = {
     for (let i = 0; i < 3; i++) {
       const port = await processes.start(sentinelCommand, (port) => {
         const lines = [
-          `port ${port}`,
+          ...(options.tls?.sentinelLines(port) ?? [`port ${port}`]),
           `bind ${HOST}`,
           `dir ${processes.dir}`,
           `sentinel monitor ${NAME} ${HOST} ${primaryPort} 2`,
@@ -136,6 +140,7 @@ export async function startSentinelTopology(options: SentinelTopologyOptions = {
         username: options.username,
         password: options.password,
         sentinelPassword: options.sentinelPassword,
+        ...(options.tls === undefined ? {} : { tls: options.tls.client, enableTLSForSentinelMode: true, sentinelTLS: options.tls.client }),
         ...extra,
       });
       client.on('error', () => {}); // reconnects are expected here; a test adds its own listener to see them

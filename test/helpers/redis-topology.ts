@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import tls, { type ConnectionOptions } from 'node:tls';
 import { Redis } from 'ioredis';
 import { freePort } from './redis.js';
 import { waitFor } from './wait.js';
@@ -26,6 +27,8 @@ export interface RedisAuth {
   username?: string;
   /** The password of `username`, or of the `default` user (requirepass) when there is no username. */
   password?: string;
+  /** When the servers listen with TLS only (redis-tls.ts): how clients reach them (adminCall). */
+  tls?: ConnectionOptions;
 }
 
 export const HOST = '127.0.0.1';
@@ -68,10 +71,10 @@ export function dataNodeArgs(auth: RedisAuth): string[] {
   return args;
 }
 
-/** One PING over a plain socket: true once the server answers at all (+PONG, or -NOAUTH when it wants a password). */
-function answers(port: number): Promise<boolean> {
+/** One PING over a plain socket (or TLS): true once the server answers at all (+PONG, or -NOAUTH when it wants a password). */
+function answers(port: number, withTls?: ConnectionOptions): Promise<boolean> {
   return new Promise((resolve) => {
-    const socket = net.connect(port, HOST);
+    const socket = withTls === undefined ? net.connect(port, HOST) : tls.connect({ ...withTls, port, host: HOST });
     let reply = '';
     socket.on('data', (d: Buffer) => {
       reply += d.toString();
@@ -95,6 +98,7 @@ function portTaken(port: number): Promise<boolean> {
 /** The redis processes of one topology and the temporary directory holding their files. */
 export class RedisProcesses {
   readonly dir: string;
+  private readonly tls: ConnectionOptions | undefined;
   private readonly children = new Map<number, ChildProcess>();
   /** Should the test process exit without stop(), its redis processes and files go with it. */
   private readonly killAll = () => {
@@ -102,8 +106,10 @@ export class RedisProcesses {
     rmSync(this.dir, { recursive: true, force: true });
   };
 
-  constructor(prefix: string) {
+  /** `tls`: the processes listen with TLS only (redis-tls.ts), and are asked over it whether they answer. */
+  constructor(prefix: string, tls?: ConnectionOptions) {
     this.dir = mkdtempSync(path.join(tmpdir(), prefix));
+    this.tls = tls;
     process.once('exit', this.killAll);
   }
 
@@ -122,7 +128,7 @@ export class RedisProcesses {
         await waitFor(
           async () => {
             if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${command} exited with ${child.exitCode ?? child.signalCode}`);
-            return answers(port);
+            return answers(port, this.tls);
           },
           { timeoutMs: 5000, what: `${command} on port ${port} to accept connections` },
         );
@@ -173,6 +179,7 @@ export async function adminCall(at: HostPort, auth: RedisAuth, command: string, 
     port: at.port,
     username: auth.username,
     password: auth.password,
+    ...(auth.tls === undefined ? {} : { tls: auth.tls }),
     protocol: 2,
     lazyConnect: true,
     retryStrategy: () => null,
