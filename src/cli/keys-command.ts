@@ -6,7 +6,7 @@
 import type { ParseArgsOptionsConfig } from 'node:util';
 import { generateKey, generateKeyId, hashKey, toPublicRecord, type ApiKeyRecord } from '../keys/api-key.js';
 import { CorruptKeyRecordError, KeyCommandError, KeyNotFoundError, type KeyStore } from '../keys/key-store.js';
-import { RedisKeyStore } from '../keys/redis-key-store.js';
+import { REPLICA_CONFIRMATION_MS, RedisKeyStore } from '../keys/redis-key-store.js';
 import { redisTarget, type RedisTarget } from '../keys/redis-target.js';
 import { CommandError, parseCommandLine, UsageError, wantsHelp } from './command-line.js';
 import { redisSettings } from './settings.js';
@@ -184,6 +184,15 @@ const NOBODY_TOLD =
   'acquirer-gateway: the change is written, and no running gateway received its notice: none is subscribed to this Redis and ' +
   'REDIS_KEY_PREFIX. Gateways started later read it from Redis; a running one that is not subscribed applies it when its cached copy expires (KEY_CACHE_TTL_MS).';
 
+/**
+ * Replication is asynchronous: a change only the primary holds is lost if it fails before passing
+ * it on, and the promoted replica serves the key as it was. The exit code stays 0: it is written.
+ */
+const NO_REPLICA_CONFIRMED =
+  `acquirer-gateway: the change is written on the primary, and no replica confirmed it within ${REPLICA_CONFIRMATION_MS / 1000} s: ` +
+  'if the primary fails now it may be lost with it. Run the command again after a failover.';
+const NO_REPLICA_KNOWN = 'acquirer-gateway: the change is written, and whether a replica holds it could not be asked with ROLE and WAIT';
+
 /** Runs `run` against the store: Redis from REDIS_URL (checked as serve checks it), connected once. */
 async function withStore(ctx: KeysContext, run: Run): Promise<void> {
   // An empty prefix would write keys no gateway reads, and a URL that is not one would fail later, with a stack.
@@ -198,6 +207,10 @@ async function withStore(ctx: KeysContext, run: Run): Promise<void> {
   }
   const store = ctx.store ?? new RedisKeyStore({ target, prefix, waitForConnection: true, commandTimeoutMs: 5000, onAnnounced: (receivers) => {
       if (receivers === 0) ctx.warn?.(NOBODY_TOLD);
+    },
+    onReplicated: (outcome) => {
+      if ('unknown' in outcome) ctx.warn?.(`${NO_REPLICA_KNOWN}: ${outcome.unknown}`);
+      else if (outcome.replicas > 0 && !outcome.confirmed) ctx.warn?.(NO_REPLICA_CONFIRMED);
     },
   });
   try {

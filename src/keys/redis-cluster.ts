@@ -5,7 +5,7 @@
  * use classic pub/sub: a Cluster hands a PUBLISH to every node, so a subscriber on any live node
  * hears it, and a failover never unsubscribes it (docs/operations.md, "Redis that fails over").
  */
-import { Cluster, type ClusterOptions, type RedisOptions } from 'ioredis';
+import { Cluster, type ClusterOptions, type Redis, type RedisOptions } from 'ioredis';
 import type { HostPort } from '../config/setting-types.js';
 
 /** How often a gateway asks the Cluster which node serves which slot, besides on a MOVED reply. */
@@ -48,4 +48,16 @@ export function subscriberCandidates(cluster: Cluster, configured: readonly Host
 export async function clusterSubscribers(cluster: Cluster, channel: string): Promise<number> {
   const counts = await Promise.allSettled(cluster.nodes('all').map((node) => node.call('PUBSUB', 'NUMSUB', channel)));
   return counts.reduce((sum, count) => sum + (count.status === 'fulfilled' ? Number((count.value as unknown[])[1]) : 0), 0);
+}
+
+/**
+ * The connection to the primary serving `key`'s slot: the one a command on `key` went through, so
+ * the one whose writes WAIT counts.
+ */
+export async function primaryServing(cluster: Cluster, key: string): Promise<Redis> {
+  const slot = Number(await cluster.cluster('KEYSLOT', key));
+  const nodeKey = cluster.slots[slot]?.[0];
+  const primary = cluster.nodes('master').find((node) => `${node.options.host}:${node.options.port}` === nodeKey);
+  if (primary === undefined) throw new Error(`no primary known for slot ${slot}`);
+  return primary;
 }

@@ -8,7 +8,7 @@
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { DEFAULT_REDIS_COMMAND_TIMEOUT_MS, DEFAULT_REDIS_HEALTH_CHECK_INTERVAL_MS } from '../config/defaults.js';
 import type { KeyStoreEvent } from './key-store.js';
-import { clusterSubscribers, openCluster, subscriberCandidates } from './redis-cluster.js';
+import { clusterSubscribers, openCluster, primaryServing, subscriberCandidates } from './redis-cluster.js';
 import type { RedisTarget } from './redis-target.js';
 
 const RECONNECT_MAX_DELAY_MS = 1000;
@@ -126,6 +126,19 @@ export class RedisConnections {
   async publish(channel: string, message: string): Promise<number> {
     const receivers = await this.client.publish(channel, message);
     return this.client instanceof Cluster ? clusterSubscribers(this.client, channel) : receivers;
+  }
+
+  /**
+   * Key administration, after a write: how many replicas the primary serving `key` has, and whether
+   * one of them confirmed this connection's writes within `timeoutMs` (WAIT). Replication is
+   * asynchronous: a write no replica holds is lost if that primary fails now.
+   */
+  async replication(key: string, timeoutMs: number): Promise<{ readonly replicas: number; readonly confirmed: boolean }> {
+    const primary = this.client instanceof Cluster ? await primaryServing(this.client, key) : this.client;
+    const role = (await primary.call('ROLE')) as [string, number, unknown[]?];
+    const replicas = role[0] === 'master' && Array.isArray(role[2]) ? role[2].length : 0;
+    if (replicas === 0) return { replicas, confirmed: false };
+    return { replicas, confirmed: Number(await primary.call('WAIT', '1', String(timeoutMs))) >= 1 };
   }
 
   async close(): Promise<void> {

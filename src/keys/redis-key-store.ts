@@ -20,16 +20,26 @@ export interface RedisKeyStoreOptions extends Omit<RedisConnectionOptions, 'chan
   readonly subscribe?: boolean;
   /** Told, after each change notice is published, how many subscribers Redis handed it to. */
   readonly onAnnounced?: (receivers: number) => void;
+  /**
+   * Told, after each change is written, whether a replica holds it (waiting up to
+   * REPLICA_CONFIRMATION_MS), or why that could not be asked.
+   */
+  readonly onReplicated?: (outcome: { readonly replicas: number; readonly confirmed: boolean } | { readonly unknown: string }) => void;
 }
+
+/** How long a key command waits for a replica to confirm its change (WAIT). */
+export const REPLICA_CONFIRMATION_MS = 1000;
 
 export class RedisKeyStore implements KeyStore {
   readonly #connections: RedisConnections;
   readonly #layout: RedisLayout;
   readonly #listeners = new Set<KeyStoreListener>();
   readonly #onAnnounced: ((receivers: number) => void) | undefined;
+  readonly #onReplicated: RedisKeyStoreOptions['onReplicated'];
 
   constructor(options: RedisKeyStoreOptions) {
     this.#onAnnounced = options.onAnnounced;
+    this.#onReplicated = options.onReplicated;
     const prefix = options.prefix ?? DEFAULT_REDIS_KEY_PREFIX;
     let layout: RedisLayout | undefined;
     this.#connections = new RedisConnections({
@@ -235,6 +245,7 @@ export class RedisKeyStore implements KeyStore {
         });
       if (committed === null) continue; // someone else wrote in between: read again
       await this.#publishChange(id, hash);
+      await this.#confirmReplicated(recordKey);
       return next;
     }
     throw new Error(`key ${id} is being changed concurrently; try again`);
@@ -248,6 +259,15 @@ export class RedisKeyStore implements KeyStore {
       throw new ChangeNotAnnouncedError(id, err);
     }
     this.#onAnnounced?.(receivers);
+  }
+
+  async #confirmReplicated(recordKey: string): Promise<void> {
+    if (this.#onReplicated === undefined) return;
+    try {
+      this.#onReplicated(await this.#connections.replication(recordKey, REPLICA_CONFIRMATION_MS));
+    } catch (err) {
+      this.#onReplicated({ unknown: (err as Error).message });
+    }
   }
 
   #emit(event: Parameters<KeyStoreListener>[0]): void {
