@@ -15,7 +15,7 @@ import { waitFor } from './wait.js';
  * temporary directory, and one-shot admin commands to them.
  */
 export { startSentinelTopology, type SentinelTopology, type SentinelTopologyOptions } from './redis-sentinel-topology.js';
-export { startRedisCluster, type RedisClusterTopology } from './redis-cluster-topology.js';
+export { startRedisCluster, type RedisClusterOptions, type RedisClusterTopology } from './redis-cluster-topology.js';
 
 export interface HostPort {
   host: string;

@@ -1,5 +1,6 @@
 import { runCli, startServe, type CliResult, type ServeProcess } from '../helpers/cli.js';
 import { bearer, request } from '../helpers/http.js';
+import { startRedisCluster, type RedisClusterTopology } from '../helpers/redis-cluster-topology.js';
 import { makeRedisTls, type RedisTls } from '../helpers/redis-tls.js';
 import { startSentinelTopology, type SentinelTopology } from '../helpers/redis-sentinel-topology.js';
 import { HOST, RedisProcesses, dataNodeArgs, key as hostPort } from '../helpers/redis-topology.js';
@@ -10,10 +11,10 @@ import { waitFor } from '../helpers/wait.js';
 /**
  * The key store over TLS with an ACL user, on loopback: redis-server and redis-sentinel listening
  * with TLS only (no plain port), their certificate signed by a CA made for this file and trusted
- * through REDIS_TLS_CA_FILE. In URL mode (`rediss://`) and in Sentinel mode (REDIS_TLS, the
- * Sentinels and the data nodes both over TLS): keys made by the CLI are served and a disable is
- * refused within a second; a certificate that is not trusted leaves the store unavailable, and the
- * log says why. No password ever shows.
+ * through REDIS_TLS_CA_FILE. In URL mode (`rediss://`), in Sentinel mode (REDIS_TLS, the Sentinels
+ * and the data nodes both over TLS) and in Cluster mode (REDIS_TLS, every node over TLS, the cluster
+ * bus too): keys made by the CLI are served and a disable is refused within a second; a certificate
+ * that is not trusted leaves the store unavailable, and the log says why. No password ever shows.
  */
 const LIST = '/v1/acquirer/eod_statements';
 const USERNAME = 'gateway';
@@ -163,5 +164,31 @@ describe('Sentinel mode with REDIS_TLS: the Sentinels and the data nodes over TL
     const gateway = await serve(env);
     await ready(gateway);
     await servedThenRefusedWithin1s(gateway, env, 'acq_tls_sentinel');
+  }, 30_000);
+});
+
+describe('Cluster mode with REDIS_TLS: every node over TLS, the cluster bus and replication too', () => {
+  let cluster: RedisClusterTopology;
+  let env: Record<string, string>;
+
+  beforeAll(async () => {
+    const tls = await certificates();
+    cluster = await startRedisCluster({ username: USERNAME, password: PASSWORD, tls });
+    env = {
+      REDIS_CLUSTER_NODES: cluster.nodes.map(hostPort).join(','),
+      REDIS_TLS: 'true',
+      REDIS_TLS_CA_FILE: tls.caFile,
+      REDIS_USERNAME: USERNAME,
+      REDIS_PASSWORD: PASSWORD,
+      REDIS_KEY_PREFIX: '{agw-tls}:',
+    };
+  }, 60_000);
+
+  afterAll(() => stopGatewaysThen(() => cluster?.stop()));
+
+  it('keys commands and the gateway work on the Cluster over TLS; a disable is refused within 1 s; the password never shows', async () => {
+    const gateway = await serve(env);
+    await ready(gateway);
+    await servedThenRefusedWithin1s(gateway, env, 'acq_tls_cluster');
   }, 30_000);
 });
