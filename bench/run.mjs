@@ -9,6 +9,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { drive, loadGenerator } from './lib/load.mjs';
+import { measureFleet } from './fleet.mjs';
 import { measureVerdicts } from './verdicts.mjs';
 import { cpuSeconds, gatewayCli, get, peakRssDuring, rss, startGateway, startNginx, startRedis, startScript, stopAll } from './lib/services.mjs';
 
@@ -22,6 +23,8 @@ const SOAK_REQUESTS = Number(env.BENCH_SOAK_REQUESTS ?? 1_000_000);
 const SOAK_CHUNK_S = Number(env.BENCH_SOAK_CHUNK_S ?? 10);
 const SOAK_CONNECTIONS = Number(env.BENCH_SOAK_CONNECTIONS ?? 10);
 const WRITE_SOAK_REQUESTS = Number(env.BENCH_WRITE_SOAK_REQUESTS ?? 200_000);
+const FLEET_SECONDS = Number(env.BENCH_FLEET_SECONDS ?? 15);
+const FLEET_DISABLES = Number(env.BENCH_FLEET_DISABLES ?? 5);
 const KEY_CACHE_TTL_MS = 60_000; // the gateway's default, which this run keeps
 /**
  * prom-client's event-loop figures come from Node's monitorEventLoopDelay, which records the time
@@ -30,7 +33,7 @@ const KEY_CACHE_TTL_MS = 60_000; // the gateway's default, which this run keeps
 const LOOP_SAMPLING_MS = 10;
 const delayOf = (metrics) => Math.max(0, metrics.acquirer_gateway_nodejs_eventloop_lag_p99_seconds * 1000 - LOOP_SAMPLING_MS);
 const loopDelayP99 = async (gw) => delayOf(await gw.metrics());
-const SCENARIOS = new Set((env.BENCH_SCENARIOS ?? 'list,write,burst,csv,flood,verdicts,disable,soak,cores').split(','));
+const SCENARIOS = new Set((env.BENCH_SCENARIOS ?? 'list,write,burst,csv,flood,verdicts,disable,soak,cores,fleet').split(','));
 const LIST = '/v1/acquirer/eod_statements';
 const CSV = '/v1/acquirer/eod_statements/00000000-0000-4000-8000-000000000001.csv';
 const MiB = 1024 * 1024;
@@ -431,6 +434,34 @@ if (SCENARIOS.has('cores')) {
   const cpuUs = med(samples, 'cpuUs');
   row('JSON list, 50 conn, WORKERS=2', 'requests/s', rps.two.toFixed(0), `WORKERS=1 ${rps.one.toFixed(0)}`, `${(rps.two / rps.one).toFixed(2)}× one worker; ${cpus} cores shared with the load generator (${Math.round(median(samples.two.map((s) => s.loadCpu)) * 100)}% of a core) and the upstream`, '≥ 1.6× with the load generator on other cores', cpus > 2 ? rps.two / rps.one >= 1.6 : null);
   row('JSON list, 50 conn, WORKERS=2', 'cores used, CPU per request', `${cores.two.toFixed(2)} cores, ${cpuUs.two.toFixed(0)} µs`, `WORKERS=1 ${cores.one.toFixed(2)} cores, ${cpuUs.one.toFixed(0)} µs`, `${(cores.two / cores.one).toFixed(2)}× the cores at ${(cpuUs.two / cpuUs.one).toFixed(2)}× the CPU per request`);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// A fleet: three gateways (WORKERS=1) through Sentinel under load spread over them, keys disabled
+// one after another: requests allowed after a disable returned, the propagation histogram's p99 on
+// each instance, and requests/s per instance and per core, for sizing (bench/fleet.mjs).
+if (SCENARIOS.has('fleet')) {
+  log('fleet: 3 gateways through Sentinel, keys disabled under load');
+  const f = await measureFleet({ upstreamUrl: origin.url, path: LIST, loadS: FLEET_SECONDS, disables: FLEET_DISABLES, pids: { upstream: origin.child.pid } });
+  const scenario = `fleet, 3 gateways (WORKERS=1) through Sentinel, 3×${f.connections} conn`;
+  const total = f.perInstance.reduce((s, i) => s + i.rps, 0);
+  const gatewayCores = f.perInstance.reduce((s, i) => s + i.cores, 0);
+  const cpus = os.availableParallelism();
+  const shown = (xs, fmt) => xs.map((x, i) => `${'abc'[i]} ${fmt(x)}`).join(', ');
+  for (const [i, p] of f.perInstance.entries()) log(`  instance ${'abc'[i]}: ${p.rps.toFixed(0)} requests/s (wrk ${p.wrkRps.toFixed(0)}, probes ${p.probeRps.toFixed(0)}), ${p.cores.toFixed(2)} cores, wrk ${Math.round(p.wrkCores * 100)}% of a core, ${p.wrkFailures} wrk failures; propagation ${f.propagation[i].count} observed, buckets ${f.propagation[i].buckets.map(([le, n]) => `${le}:${n}`).join(' ')}`);
+  log(`  disables took ${f.disables.map((ms) => ms.toFixed(0)).join(', ')} ms; last allowed request per key, from its return: ${f.lastAllowed.map((ms) => ms.toFixed(1)).join(', ')} ms`);
+  for (const v of f.violations) log(`  NOT REFUSED: instance ${'abc'[v.instance]}, key ${v.key}, status ${v.status}, sent ${v.msAfterReturn.toFixed(1)} ms after its disable returned`);
+  const failures = f.perInstance.reduce((s, i) => s + i.wrkFailures, 0);
+  row(scenario, 'requests/s, in total and per instance', total.toFixed(0), shown(f.perInstance, (p) => p.rps.toFixed(0)), `over ${f.windowS.toFixed(1)} s: a valid key by wrk (${f.connections - f.probeConnections} conn per instance, ${failures} failures) and the keys to disable by ${f.probeConnections} probe connections per instance`);
+  const used = { gateways: gatewayCores, wrk: f.perInstance.reduce((s, i) => s + i.wrkCores, 0), ...f.otherCores };
+  const rest = f.machineCores - Object.values(used).reduce((s, c) => s + c, 0);
+  const where = Object.entries(used).map(([n, c]) => `${n} ${c.toFixed(2)}`).join(', ');
+  row(scenario, 'requests/s per core', `${(total / gatewayCores).toFixed(0)} per core of gateway CPU`, `${(total / cpus).toFixed(0)} per core of the machine`, `${cpus} shared cores, ${f.machineCores.toFixed(2)} busy: ${where}, and ${rest.toFixed(2)} not this run's (the kernel's network work, other processes, time taken by the host)`);
+  const refused = f.violations.length === 0 && f.probesAfter > 0 && f.notAllowedBefore === 0 && f.lastAllowed.every((ms) => ms > -Infinity);
+  const lastAllowed = Math.max(...f.lastAllowed);
+  row(scenario, 'requests not refused after `keys disable` returned', String(f.violations.length), `${f.probesAfter} probe requests after the returns`, `${f.disables.length} keys disabled, each command ${Math.min(...f.disables).toFixed(0)}–${Math.max(...f.disables).toFixed(0)} ms; the last allowed request ${lastAllowed > 0 ? `${lastAllowed.toFixed(1)} ms after` : `${(-lastAllowed).toFixed(1)} ms before`} its return${f.notAllowedBefore ? `; ${f.notAllowedBefore} requests before a disable NOT answered 200` : ''}`, '0', refused);
+  const p99s = f.propagation.map((p) => p.p99 * 1000);
+  row(scenario, 'key change propagation p99 (histogram buckets)', `${Math.max(...p99s).toFixed(1)} ms (highest)`, shown(p99s, (ms) => `${ms.toFixed(1)} ms`), `${f.propagation.map((p) => p.count).join(', ')} notices observed; interpolated within buckets of 1, 5, 10, 25 ms…`, '≤ 1 s (the alert)', Math.max(...p99s) <= 1000);
 }
 
 await gateway.stop();

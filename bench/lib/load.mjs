@@ -51,7 +51,9 @@ export async function drive({ url, headers = {}, connections, durationS, method,
     const args = ['-t1', `-c${connections}`, `-d${durationS}s`, '--timeout', '10s', '-s', REPORT_LUA];
     for (const [k, v] of Object.entries(headers)) args.push('-H', `${k}: ${v}`);
     const { output, cpuSeconds } = await runUnderBash('wrk', [...args, url], method === undefined ? {} : { BENCH_WRK_METHOD: method, BENCH_WRK_BODY_FILE: bodyFile });
-    const s = JSON.parse(output.split('\n').find((l) => l.startsWith('{')));
+    const line = output.split('\n').find((l) => l.startsWith('{'));
+    if (line === undefined) throw new Error(`wrk gave no summary line (${url}): ${output}`);
+    const s = JSON.parse(line);
     result = {
       requests: s.requests,
       rps: s.requests / (s.duration_us / 1e6),
