@@ -151,6 +151,13 @@ export class RedisProcesses {
     return this.children.has(port);
   }
 
+  /** SIGSTOP (`frozen`) or SIGCONT to the process on `port`: alive, and silent. */
+  freeze(port: number, frozen: boolean): void {
+    const child = this.children.get(port);
+    if (child === undefined) throw new Error(`no redis process of this topology on port ${port}`);
+    child.kill(frozen ? 'SIGSTOP' : 'SIGCONT');
+  }
+
   /** SIGKILLs the process on `port` and waits for it to be gone. */
   async kill(port: number): Promise<void> {
     const child = this.children.get(port);
