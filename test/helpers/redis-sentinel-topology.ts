@@ -23,6 +23,11 @@ export interface SentinelTopology {
    * writable master until the sentinels convert it to a replica, about 10 s later (then they kill its clients).
    */
   failover(): Promise<void>;
+  /**
+   * Waits until the primary has a replica in sync that every sentinel knows as a healthy replica
+   * (after a failover by hand, once they have converted the old primary): ready for the next failover.
+   */
+  waitForReplica(timeoutMs?: number): Promise<void>;
   /** Waits until a majority of sentinels name a primary other than `old`, and that it answers ROLE as master. */
   waitForNewPrimary(old: HostPort, timeoutMs?: number): Promise<HostPort>;
   /** A client through the sentinels, for assertions; disconnected by stop(). */
@@ -118,6 +123,17 @@ export async function startSentinelTopology(options: SentinelTopologyOptions = {
     async failover() {
       const reply = await askSentinel(sentinels[0]!, 'FAILOVER', NAME);
       if (reply !== 'OK') throw new Error(`SENTINEL FAILOVER answered ${String(reply)}`);
+    },
+    async waitForReplica(timeoutMs = 30_000) {
+      await waitFor(
+        async () => {
+          const primary = await topology.primary();
+          if (!/slave0:.*state=online/.test(String(await adminCall(primary, auth, 'INFO', 'replication')))) return false;
+          const known = await Promise.all(sentinels.map(async (at) => (await askSentinel(at, 'REPLICAS', NAME)) as string[][]));
+          return known.every((replicas) => replicas.some((fields) => fields[fields.indexOf('flags') + 1] === 'slave'));
+        },
+        { timeoutMs, intervalMs: 100, what: 'the primary to have a replica in sync that every sentinel knows' },
+      );
     },
     async waitForNewPrimary(old, timeoutMs = 30_000) {
       return waitFor(
