@@ -3,6 +3,7 @@ import { runPrimary, WorkerStartError } from '../cluster/primary.js';
 import { policyFromPrimary, serveAsWorker } from '../cluster/worker.js';
 import { CONFIG_FIELDS, type Config } from '../config/env.js';
 import { ConfigError, flagName, loadConfig } from '../config/load-config.js';
+import { retiredSettingsIn } from '../config/retired-settings.js';
 import { loadPolicyOrThrow, PolicyLoadError } from '../policy/load.js';
 import { createLogger, type Logger } from '../observability/logger/logger.js';
 import { followPolicyFile, ListenError, startGateway } from '../gateway.js';
@@ -56,6 +57,7 @@ export async function serveCommand(args: string[], startUp: StartUpSignals): Pro
   });
   startUp.flushLogsWith(() => logger.flush());
   if (clustered && cluster.isWorker) return serveWorker(config, logger, startUp);
+  for (const retired of retiredSettingsIn(process.env)) logger.event('setting_retired', retired);
   // The one process, or the primary: the only reader of the policy file.
   const policy = await loadPolicyOrThrow(config.policyFile).catch((err: unknown) => {
     if (err instanceof PolicyLoadError) throw new CommandError(`policy refused:\n${err.message}`);

@@ -6,6 +6,7 @@
  */
 import { CONFIG_FIELDS } from './env.js';
 import { flagName } from './load-config.js';
+import { RETIRED_SETTINGS } from './retired-settings.js';
 
 /** Pipes and line breaks would end a Markdown table's cell. */
 const cell = (text: string) => text.replaceAll('|', '\\|').replaceAll('\n', ' ');
@@ -15,6 +16,7 @@ export function renderConfigurationDoc(): string {
     const fallback = spec.default === undefined ? 'none: required' : spec.default === '' ? 'empty' : `\`${spec.default}\``;
     return `| \`${spec.env}\` | \`--${flagName(spec.env)}\` | ${fallback} | ${cell(spec.description)} |`;
   });
+  const retired = Object.entries(RETIRED_SETTINGS).map(([env, instead]) => `- \`${env}\`: ${instead}.`);
   return `# Configuration
 
 Every setting of \`acquirer-gateway serve\` comes from an environment variable, or from the flag of
@@ -25,14 +27,21 @@ invalid value stops it with one line naming the variable and what is allowed, ex
 against each other: \`HEADERS_TIMEOUT_MS\` may not be longer than \`REQUEST_TIMEOUT_MS\`, and
 \`ACQUIRER_MAX_IN_FLIGHT\` not more than \`UPSTREAM_MAX_SOCKETS\`.
 
-The \`keys\` commands read \`REDIS_URL\`, \`REDIS_KEY_PREFIX\` and \`POLICY_FILE\`, and the \`policy\`
-commands \`POLICY_FILE\`, checked as \`serve\` checks them.
+The \`keys\` commands read the Redis settings (\`REDIS_URL\` or the Sentinel or Cluster ones, the
+credentials and TLS, \`REDIS_KEY_PREFIX\`) and \`POLICY_FILE\`, and the \`policy\` commands
+\`POLICY_FILE\`, checked as \`serve\` checks them.
 
 This page is generated from \`src/config/env.ts\` by \`npm run docs\`: change a description there.
 
 | variable | flag | default | meaning |
 |---|---|---|---|
 ${rows.join('\n')}
+
+## Retired settings
+
+Set, they are ignored, and \`serve\` logs \`setting_retired\` at start-up naming each:
+
+${retired.join('\n')}
 `;
 }
 

@@ -26,14 +26,6 @@ export const REDIS_CONNECTION_FIELDS = {
       'Redis through Sentinel: `host:port,…` of the Sentinels, with `REDIS_SENTINEL_NAME`. When set, `REDIS_URL` is not used: the primary is the one the Sentinels name, asked again after each failover (database 0; `REDIS_USERNAME`, `REDIS_PASSWORD` and `REDIS_TLS` apply to it). See operations, "Redis that fails over".',
     schema: hostPortList,
   }),
-  redisClusterNodes: field({
-    env: 'REDIS_CLUSTER_NODES',
-    default: '',
-    summary: 'Redis Cluster nodes host:port,…, instead of REDIS_URL',
-    description:
-      'Redis Cluster: `host:port,…` of some of its nodes to start from (ioredis learns the rest). When set, `REDIS_URL` is not used, and `REDIS_KEY_PREFIX` must hold a hash tag (`{acquirer-gateway}:`) so that every key and the notice channel share one slot. `REDIS_USERNAME`, `REDIS_PASSWORD` and `REDIS_TLS` apply to every node. See operations, "Redis that fails over".',
-    schema: hostPortList,
-  }),
   redisSentinelName: field({
     env: 'REDIS_SENTINEL_NAME',
     default: '',
@@ -55,6 +47,14 @@ export const REDIS_CONNECTION_FIELDS = {
     description: 'The Sentinels\' password (`requirepass`, or the ACL user\'s), if they require one. Never echoed.',
     schema: z.string().max(1024),
     secret: true,
+  }),
+  redisClusterNodes: field({
+    env: 'REDIS_CLUSTER_NODES',
+    default: '',
+    summary: 'Redis Cluster nodes host:port,…, instead of REDIS_URL',
+    description:
+      'Redis Cluster: `host:port,…` of some of its nodes to start from (ioredis learns the rest). When set, `REDIS_URL` is not used, and `REDIS_KEY_PREFIX` must hold a hash tag (`{acquirer-gateway}:`) so that every key and the notice channel share one slot. `REDIS_USERNAME`, `REDIS_PASSWORD` and `REDIS_TLS` apply to every node. See operations, "Redis that fails over".',
+    schema: hostPortList,
   }),
   redisUsername: field({
     env: 'REDIS_USERNAME',
@@ -78,6 +78,13 @@ export const REDIS_CONNECTION_FIELDS = {
     description: 'Connect to Redis over TLS, and to the Sentinels too in Sentinel mode; `rediss://` in `REDIS_URL` means the same. Certificates are checked against the system\'s CAs, or `REDIS_TLS_CA_FILE`.',
     schema: booleanText,
   }),
+  redisTlsCaFile: field({
+    env: 'REDIS_TLS_CA_FILE',
+    default: '',
+    summary: 'PEM file of the CA that signed Redis\'s certificate',
+    description: 'A PEM file of the CA (or CAs) that signed the certificates of Redis and its Sentinels, in place of the system\'s; read at start-up.',
+    schema: z.string(),
+  }),
   redisKeyPrefix: field({
     env: 'REDIS_KEY_PREFIX',
     default: DEFAULT_REDIS_KEY_PREFIX,
@@ -85,13 +92,6 @@ export const REDIS_CONNECTION_FIELDS = {
     description:
       'Namespace of every Redis key and channel the gateway uses. In Cluster mode it must hold a hash tag, a non-empty `{…}` (`{acquirer-gateway}:`): Redis then keeps every key under it in one slot, so that a key\'s creation is one transaction.',
     schema: z.string().min(1, 'must not be empty'),
-  }),
-  redisTlsCaFile: field({
-    env: 'REDIS_TLS_CA_FILE',
-    default: '',
-    summary: 'PEM file of the CA that signed Redis\'s certificate',
-    description: 'A PEM file of the CA (or CAs) that signed the certificates of Redis and its Sentinels, in place of the system\'s; read at start-up.',
-    schema: z.string(),
   }),
 };
 

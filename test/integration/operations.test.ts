@@ -356,6 +356,19 @@ describe('ADMIN_TOKEN', () => {
   });
 });
 
+describe('a retired setting', () => {
+  it('is ignored, and said so once at start-up with what took its place', async () => {
+    const g = await startServe({ REDIS_URL: relay.url, REDIS_KEY_PREFIX: redis.prefix, UPSTREAM_URL: upstream.url, POLICY_FILE: policyFile, KEY_NEGATIVE_CACHE_TTL_MS: '5000' });
+    try {
+      const retired = g.logLines.map((line) => JSON.parse(line)).filter((e) => e.event === 'setting_retired');
+      expect(retired).toEqual([expect.objectContaining({ level: 40, setting: 'KEY_NEGATIVE_CACHE_TTL_MS', instead: expect.stringContaining('KEY_CACHE_TTL_MS') })]);
+    } finally {
+      await g.stop();
+      allLogLines.push(...g.logLines);
+    }
+  });
+});
+
 describe('connections', () => {
   it('closes a connection past MAX_CONNECTIONS as it is accepted, counts it, says so, and serves again once one goes', async () => {
     const g = await serve({ MAX_CONNECTIONS: '2' });

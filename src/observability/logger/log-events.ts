@@ -39,6 +39,7 @@ export const LOG_EVENTS = {
   policy_applied: event('info', 'policy applied'),
   policy_not_applied: event('error', "the primary's policy could not be compiled here; the running policy stays"),
   // The process
+  setting_retired: event('warn', 'a setting that no longer exists is set: it is ignored'),
   listening: event('info', 'listening'),
   worker_listening: event('info', 'worker listening'),
   expose_gc_missing: event('warn', "node runs without --expose-gc (the flags of dist/cli.js's shebang): large downloads will hold tens of MiB more memory"),
