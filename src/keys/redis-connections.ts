@@ -52,6 +52,8 @@ export class RedisConnections {
   #connectedOnce = false;
   /** Why the main connection last failed (refused, a wrong password): a failed connect says only that it closed. */
   #connectionFailure: Error | undefined;
+  /** Cluster mode: why a node last failed (refused, a wrong password), which the Cluster's own error does not say. */
+  #nodeFailure: Error | undefined;
   /**
    * Connections whose health-check PING went unanswered, until they are ready again: down from that
    * moment. The reconnect that follows reports nothing until the socket closes, and ioredis gives a
@@ -113,7 +115,10 @@ export class RedisConnections {
   async connect(): Promise<void> {
     if (this.client.status === 'wait') {
       await this.client.connect().catch((err: unknown) => {
-        throw this.#connectionFailure ?? err;
+        const failure = this.#connectionFailure ?? (err as Error);
+        // A Cluster says only that no node gave it the slots; the nodes' own errors say why.
+        const cause = this.#nodeFailure ?? (failure as { lastNodeError?: Error }).lastNodeError;
+        throw cause === undefined ? failure : new Error(`${failure.message.replace(/\.$/, '')}: ${cause.message}`);
       });
     }
     if (this.#databaseRefused !== undefined) throw new Error(`Redis refused the database REDIS_URL names: ${this.#databaseRefused.message}`);
@@ -171,7 +176,10 @@ export class RedisConnections {
     });
     client.on('close', () => this.#updateHealth());
     // Cluster mode: one node's failure (the Cluster as a whole reports 'error' and 'close' above).
-    client.on('node error', (err: unknown, node: string) => this.#onError(err, `redis cluster node ${node}`));
+    client.on('node error', (err: unknown, node: string) => {
+      this.#nodeFailure = err as Error;
+      this.#onError(err, `redis cluster node ${node}`);
+    });
   }
 
   /**

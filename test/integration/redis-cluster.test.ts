@@ -60,6 +60,12 @@ it('keys commands work on the Cluster, every key in the prefix\'s slot; the pass
   expect(untagged.code).toBe(2);
   expect(untagged.stderr).toContain('REDIS_KEY_PREFIX: must hold a hash tag in Cluster mode');
   for (const g of gateways) expect(g.logLines.join('\n')).not.toContain(AUTH.password);
+
+  // A wrong password is told as such, and never echoed.
+  const refused = await runCli(['keys', 'list'], { ...env, REDIS_PASSWORD: 'not-the-password' });
+  expect(refused.code).toBe(1);
+  expect(refused.stderr).toMatch(/^acquirer-gateway: cannot use Redis at cluster via 127\.0\.0\.1:\d+,.*WRONGPASS/);
+  expect(refused.stderr).not.toContain('not-the-password');
 });
 
 it('a node that drops the change-notice connection: the gateways subscribe through another node, and a disable still reaches both within 1 s', async () => {
