@@ -28,7 +28,7 @@ export interface SentinelTopology {
    * (after a failover by hand, once they have converted the old primary): ready for the next failover.
    */
   waitForReplica(timeoutMs?: number): Promise<void>;
-  /** Waits until a majority of sentinels name a primary other than `old`, and that it answers ROLE as master. */
+  /** Waits until every sentinel names a primary other than `old`, and that it answers ROLE as master. */
   waitForNewPrimary(old: HostPort, timeoutMs?: number): Promise<HostPort>;
   /** A client through the sentinels, for assertions; disconnected by stop(). */
   client(options?: RedisOptions): Redis;
@@ -141,12 +141,13 @@ export async function startSentinelTopology(options: SentinelTopologyOptions = {
           const named = await Promise.all(sentinels.map((at) => namedBy(at).catch(() => undefined)));
           const votes = new Map<string, number>();
           for (const at of named) if (at !== undefined && key(at) !== key(old)) votes.set(key(at), (votes.get(key(at)) ?? 0) + 1);
-          const winner = [...votes].find(([, count]) => count > sentinels.length / 2);
+          // Every sentinel, not a majority: a client asks the first that answers, which may lag the others.
+          const winner = [...votes].find(([, count]) => count === sentinels.length);
           if (winner === undefined) return undefined;
           const candidate = named.find((at) => at !== undefined && key(at) === winner[0])!;
           return (await roleOf(candidate, auth)) === 'master' ? candidate : undefined;
         },
-        { timeoutMs, intervalMs: 50, what: `the sentinels to agree on a primary other than ${key(old)}` },
+        { timeoutMs, intervalMs: 50, what: `every sentinel to name a primary other than ${key(old)}` },
       );
     },
     client(extra: RedisOptions = {}) {

@@ -99,8 +99,7 @@ it.each([
   // Cached on both, then disabled through the new primary.
   for (const g of gateways) expect(await statusOf(g, disabledAfter.key)).toBe(200);
   const disable = await runCli(['keys', 'disable', disabledAfter.id], env);
-  expect(disable.code).toBe(0);
-  expect(disable.stderr).toBe('');
+  expect(disable).toMatchObject({ code: 0, stderr: '' });
   const returnedAt = Date.now();
   for (const g of gateways) await waitFor(async () => (await statusOf(g, disabledAfter.key)) === 401, { timeoutMs: 1_000, what: 'the disable refused within 1 s' });
   expect(Date.now() - returnedAt).toBeLessThan(1_000);
