@@ -191,6 +191,9 @@ const NOBODY_TOLD =
 const NO_REPLICA_CONFIRMED =
   `acquirer-gateway: the change is written on the primary, and no replica confirmed it within ${REPLICA_CONFIRMATION_MS / 1000} s: ` +
   'if the primary fails now it may be lost with it. Run the command again after a failover.';
+const NO_REPLICA_AT_ALL =
+  'acquirer-gateway: the change is written on the primary, which has no replica now: if it fails before one catches up, ' +
+  'the change may be lost with it. Run the command again after a failover.';
 const NO_REPLICA_KNOWN = 'acquirer-gateway: the change is written, and whether a replica holds it could not be asked with ROLE and WAIT';
 
 /** Runs `run` against the store: Redis from REDIS_URL (checked as serve checks it), connected once. */
@@ -211,6 +214,8 @@ async function withStore(ctx: KeysContext, run: Run): Promise<void> {
     onReplicated: (outcome) => {
       if ('unknown' in outcome) ctx.warn?.(`${NO_REPLICA_KNOWN}: ${outcome.unknown}`);
       else if (outcome.replicas > 0 && !outcome.confirmed) ctx.warn?.(NO_REPLICA_CONFIRMED);
+      // One Redis by URL may have no replica by design; a Sentinel's or a Cluster's primary without one is mid-failover, or alone.
+      else if (outcome.replicas === 0 && target.mode !== 'url') ctx.warn?.(NO_REPLICA_AT_ALL);
     },
   });
   try {

@@ -77,9 +77,12 @@ export function redisModeProblems(values: Readonly<Record<string, unknown>>): st
   const clusterNodes = values.redisClusterNodes as readonly unknown[];
   if (clusterNodes.length > 0 && sentinels.length > 0) problems.push('REDIS_CLUSTER_NODES: set together with REDIS_SENTINELS; choose one way to reach Redis');
   if (clusterNodes.length > 0 && hashTagOf(values.redisKeyPrefix as string) === null) {
-    problems.push(
-      `REDIS_KEY_PREFIX: must hold a hash tag in Cluster mode, so that every key and the notice channel share one slot, e.g. {${(values.redisKeyPrefix as string).replace(/:$/, '').replaceAll(/[{}]/g, '')}}: (got ${JSON.stringify(values.redisKeyPrefix)})`,
-    );
+    const name = (values.redisKeyPrefix as string).replace(/:$/, '').replaceAll(/[{}]/g, '') || 'acquirer-gateway';
+    problems.push(`REDIS_KEY_PREFIX: must hold a hash tag in Cluster mode, so that every key and the notice channel share one slot, e.g. {${name}}: (got ${JSON.stringify(values.redisKeyPrefix)})`);
+  }
+  // REDIS_URL is not used then: its rediss:// would be the only sign of TLS wanted, silently dropped.
+  if ((clusterNodes.length > 0 || sentinels.length > 0) && (values.redisUrl as string).startsWith('rediss:') && values.redisTls !== true) {
+    problems.push(`REDIS_TLS: REDIS_URL's rediss:// is not used with ${clusterNodes.length > 0 ? 'REDIS_CLUSTER_NODES' : 'REDIS_SENTINELS'}; set REDIS_TLS=true for TLS`);
   }
   if (sentinels.length === 0 && clusterNodes.length === 0) {
     const url = new URL(values.redisUrl as string);

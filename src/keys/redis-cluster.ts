@@ -33,17 +33,17 @@ export function openCluster(nodes: readonly HostPort[], node: RedisOptions, wait
 }
 
 /**
- * The nodes a change-notice subscriber may connect to: every node the client knows now (primaries
- * and replicas alike), or the configured ones before it knows any.
+ * The nodes a change-notice subscriber may connect to: every node the Cluster named (primaries and
+ * replicas alike), never a configured one it did not name.
  */
-export function subscriberCandidates(cluster: Cluster, configured: readonly HostPort[]): HostPort[] {
-  const known = cluster.nodes('all').map((node) => ({ host: node.options.host!, port: node.options.port! }));
-  return known.length > 0 ? known : [...configured];
+export function subscriberCandidates(cluster: Cluster): HostPort[] {
+  return cluster.nodes('all').map((node) => ({ host: node.options.host!, port: node.options.port! }));
 }
 
 /**
  * How many connections are subscribed to `channel` across the Cluster. A PUBLISH counts only the
  * receivers on the node it ran on, so each node is asked; one that does not answer counts none.
+ * Subscribed is not delivered: a notice lost between nodes is caught by the change counter.
  */
 export async function clusterSubscribers(cluster: Cluster, channel: string): Promise<number> {
   const counts = await Promise.allSettled(cluster.nodes('all').map((node) => node.call('PUBSUB', 'NUMSUB', channel)));

@@ -22,8 +22,12 @@ export interface RedisConnectionOptions {
   readonly channel?: (db: number) => string;
   /** Key administration: wait for the connection instead of failing at once, then give up. */
   readonly waitForConnection?: boolean;
-  /** Cluster mode: a key in the store's slot; the health check asks the node serving it. */
-  readonly storeKey?: string;
+  /**
+   * Gateways: the store's change counter (in its slot in a Cluster), read by each health check and
+   * passed to `onVersion`: a change whose notice never arrived shows there.
+   */
+  readonly versionKey?: string;
+  readonly onVersion?: (version: number) => void;
   /** Gateways: ping both connections this often and reconnect one that does not answer. */
   readonly healthCheckIntervalMs?: number;
   /** Told about connection and subscription failures (never about a missing key). */
@@ -60,6 +64,8 @@ export class RedisConnections {
    * socket it ends up to 2 s to close, cached keys trusted all the while.
    */
   readonly #unanswered = new Set<Redis | Cluster>();
+  /** Connections whose health probe has not come back yet. */
+  readonly #probing = new Set<Redis | Cluster>();
   readonly #healthCheck: NodeJS.Timeout | undefined;
 
   constructor(options: RedisConnectionOptions) {
@@ -84,6 +90,8 @@ export class RedisConnections {
       sentinelRetryStrategy: waiting ? (times) => (times > 3 ? null : 200) : (times) => Math.min(times * 100, RECONNECT_MAX_DELAY_MS),
       // Sentinel mode: told of a failover by the Sentinels (+switch-master), not only by a dropped connection.
       failoverDetector: !waiting,
+      // A socket that never connected would hold the process (and a test run) open this long after close().
+      disconnectTimeout: 100,
     };
     const open = (connectionName: string, extra: RedisOptions = {}) => {
       const redisOptions = { ...options.target.options, ...common, ...extra, connectionName };
@@ -94,7 +102,11 @@ export class RedisConnections {
     this.#watchClient();
     const channel = options.channel?.(this.db);
     if (channel !== undefined && clusterNodes === undefined) this.#subscriber = this.#subscribe(open('acquirer-gateway:events', { autoResubscribe: false }), channel);
-    if (channel !== undefined && clusterNodes !== undefined) this.#openClusterSubscriber(channel, { ...options.target.options, ...common, autoResubscribe: false, connectionName: 'acquirer-gateway:events' });
+    if (channel !== undefined && clusterNodes !== undefined) {
+      // Only on a node the Cluster named: a configured one may be a stray (not in it, another cluster).
+      const subscriberOptions = { ...options.target.options, ...common, autoResubscribe: false, connectionName: 'acquirer-gateway:events' };
+      this.client.once('ready', () => this.#openClusterSubscriber(channel, subscriberOptions));
+    }
     if (!waiting) {
       this.#healthCheck = setInterval(() => this.#checkHealth(), options.healthCheckIntervalMs ?? DEFAULT_REDIS_HEALTH_CHECK_INTERVAL_MS);
       this.#healthCheck.unref();
@@ -134,16 +146,22 @@ export class RedisConnections {
   }
 
   /**
-   * Key administration, after a write: how many replicas the primary serving `key` has, and whether
-   * one of them confirmed this connection's writes within `timeoutMs` (WAIT). Replication is
-   * asynchronous: a write no replica holds is lost if that primary fails now.
+   * Key administration: the connection that writes `key`, the primary serving it (in a Cluster, the
+   * node connection itself, so that WAIT afterwards counts that very write).
    */
-  async replication(key: string, timeoutMs: number): Promise<{ readonly replicas: number; readonly confirmed: boolean }> {
-    const primary = this.client instanceof Cluster ? await primaryServing(this.client, key) : this.client;
-    const role = (await primary.call('ROLE')) as [string, number, unknown[]?];
-    const replicas = role[0] === 'master' && Array.isArray(role[2]) ? role[2].length : 0;
-    if (replicas === 0) return { replicas, confirmed: false };
-    return { replicas, confirmed: Number(await primary.call('WAIT', '1', String(timeoutMs))) >= 1 };
+  async writer(key: string): Promise<Redis> {
+    return this.client instanceof Cluster ? primaryServing(this.client, key) : this.client;
+  }
+
+  /**
+   * Whether `err` is a Cluster's redirection of a command sent to a node that no longer serves its
+   * slot (MOVED, ASK): then the slots are asked for again, and the caller retries.
+   */
+  async redirected(err: unknown): Promise<boolean> {
+    if (!(this.client instanceof Cluster) || !/^(MOVED|ASK|CLUSTERDOWN|TRYAGAIN) /.test((err as Error)?.message ?? '')) return false;
+    const cluster = this.client;
+    await new Promise<void>((resolve) => cluster.refreshSlotsCache(() => resolve()));
+    return true;
   }
 
   async close(): Promise<void> {
@@ -159,7 +177,10 @@ export class RedisConnections {
   #watchClient(): void {
     const client = this.client;
     client.on('connect', () => (this.#databaseRefused = undefined));
-    client.on('ready', () => (this.#connectedOnce = true));
+    client.on('ready', () => {
+      this.#connectedOnce = true;
+      this.#nodeFailure = undefined;
+    });
     client.on('error', (err: unknown) => {
       this.#connectionFailure = err as Error;
       if ((err as { command?: { name?: string } }).command?.name === 'select') this.#databaseRefused = err as Error;
@@ -184,18 +205,22 @@ export class RedisConnections {
 
   /**
    * Cluster mode: a subscriber on one node, and when it is lost (or its health check unanswered),
-   * a new one on the next node the Cluster client knows. A node is never tried again by ioredis,
-   * which would wait on a dead node's address; resubscribing resyncs as in the other modes.
+   * a new one on the next node the Cluster client knows. Its own connection never reconnects (a
+   * dead node's address would be tried for ever); resubscribing resyncs as in the other modes.
    */
   #openClusterSubscriber(channel: string, redisOptions: RedisOptions): void {
     if (this.#closing) return;
-    const candidates = subscriberCandidates(this.client as Cluster, this.#options.target.clusterNodes!);
-    const node = candidates[this.#clusterAttempt.next++ % candidates.length]!;
-    const subscriber = new Redis({ ...redisOptions, host: node.host, port: node.port, retryStrategy: () => null, lazyConnect: false });
-    subscriber.on('ready', () => (this.#clusterAttempt.failures = 0));
-    subscriber.once('end', () => {
+    const candidates = subscriberCandidates(this.client as Cluster);
+    const next = () => {
       const delay = Math.min(++this.#clusterAttempt.failures * 100, RECONNECT_MAX_DELAY_MS);
       setTimeout(() => this.#openClusterSubscriber(channel, redisOptions), delay).unref();
+    };
+    if (candidates.length === 0) return next(); // the Cluster knows no node now: ask it again
+    const node = candidates[this.#clusterAttempt.next++ % candidates.length]!;
+    const subscriber = new Redis({ ...redisOptions, host: node.host, port: node.port, retryStrategy: () => null, lazyConnect: false });
+    subscriber.once('end', () => {
+      this.#unanswered.delete(subscriber);
+      next();
     });
     this.#subscriber = this.#subscribe(subscriber, channel);
   }
@@ -217,6 +242,7 @@ export class RedisConnections {
           // Notices published before this moment were never received (at start-up too, if the first
           // subscribe failed while records were being cached): drop everything cached.
           this.#options.onEvent({ type: 'resync' });
+          this.#clusterAttempt.failures = 0; // a node that takes connections but refuses SUBSCRIBE is no success
           this.#subscribed = true;
           this.#updateHealth();
         },
@@ -234,20 +260,25 @@ export class RedisConnections {
 
   /**
    * A black-holed Redis keeps its sockets open and silent: nothing closes, so nothing would say the
-   * store is down while cached keys go on being trusted. A PING that times out reconnects that
-   * connection, which reports it down until it answers again (and resubscribes, then resyncs).
+   * store is down while cached keys go on being trusted. A probe that times out reconnects that
+   * connection, which reports it down until it answers again (and resubscribes, then resyncs). The
+   * commands connection's probe reads the change counter (in a Cluster, from the node serving the
+   * store, where a PING would go to any node); the subscriber's is a PING. One probe at a time each.
    */
   #checkHealth(): void {
     for (const connection of [this.client, this.#subscriber]) {
-      if (connection === undefined || connection.status !== 'ready') continue;
-      // In a Cluster, PING goes to any node; a read of the store's key goes to the one that matters.
-      const probe = connection instanceof Cluster && this.#options.storeKey !== undefined ? connection.exists(this.#options.storeKey) : connection.ping();
+      if (connection === undefined || connection.status !== 'ready' || this.#probing.has(connection)) continue;
+      const versionKey = connection === this.client ? this.#options.versionKey : undefined;
+      const probe = versionKey !== undefined ? connection.get(versionKey).then((v) => this.#options.onVersion?.(Number(v ?? 0))) : connection.ping();
+      this.#probing.add(connection);
       probe.then(
         () => {
-          // A Cluster is not reconnected as a whole for one node's silence: it is down until a PING answers.
+          this.#probing.delete(connection);
+          // A Cluster is not reconnected as a whole for one node's silence: it is down until a probe answers.
           if (connection instanceof Cluster && this.#unanswered.delete(connection)) this.#updateHealth();
         },
         (err: unknown) => {
+          this.#probing.delete(connection);
           this.#onError(err, connection === this.client ? 'redis health check' : 'redis change-notice health check');
           this.#unanswered.add(connection);
           this.#updateHealth();

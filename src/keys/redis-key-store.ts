@@ -4,13 +4,15 @@
  * Key administration writes under WATCH and announces each change on the notice channel; gateways
  * read, and hear the notices.
  */
-import { ReplyError } from 'ioredis';
+import { ReplyError, type Cluster, type Redis } from 'ioredis';
 import { DEFAULT_REDIS_KEY_PREFIX } from '../config/defaults.js';
 import type { ApiKeyRecord } from './api-key.js';
 import { ChangeNotAnnouncedError, ChangeUnconfirmedError, CorruptKeyRecordError, CreationUnconfirmedError, KeyDisabledError, KeyNotFoundError, type KeyChanges, type KeyStore, type KeyStoreListener } from './key-store.js';
 import { RedisConnections, type RedisConnectionOptions } from './redis-connections.js';
 import { STAND_IN_RECORD_JSON } from './key-verdict.js';
 import { KEY_HASH, parseRecord, RedisLayout } from './redis-layout.js';
+import { CHANGE_RECORD_SCRIPT, ChangeCounter } from './change-counter.js';
+import { replication } from './replication.js';
 
 const MAX_OPTIMISTIC_RETRIES = 10;
 
@@ -36,23 +38,42 @@ export class RedisKeyStore implements KeyStore {
   readonly #listeners = new Set<KeyStoreListener>();
   readonly #onAnnounced: ((receivers: number) => void) | undefined;
   readonly #onReplicated: RedisKeyStoreOptions['onReplicated'];
+  readonly #counter = new ChangeCounter();
 
   constructor(options: RedisKeyStoreOptions) {
     this.#onAnnounced = options.onAnnounced;
     this.#onReplicated = options.onReplicated;
     const prefix = options.prefix ?? DEFAULT_REDIS_KEY_PREFIX;
     let layout: RedisLayout | undefined;
+    const subscribe = options.subscribe === true;
     this.#connections = new RedisConnections({
       ...options,
-      storeKey: new RedisLayout(prefix, 0).ids,
-      channel: options.subscribe === true ? (db) => (layout = new RedisLayout(prefix, db)).channel : undefined,
+      channel: subscribe ? (db) => (layout = new RedisLayout(prefix, db)).channel : undefined,
+      // The counter's name does not depend on the database: no layout is needed for it yet.
+      versionKey: subscribe ? new RedisLayout(prefix, 0).version : undefined,
+      onVersion: (stored) => {
+        if (!this.#counter.aheadOfNotices(stored)) return;
+        options.onError?.(new Error('the change counter is ahead of the notices heard: a notice was lost, or is late; everything cached is dropped'), 'key change notices');
+        this.#emit({ type: 'resync' });
+      },
       onEvent: (event) => {
+        if (event.type === 'resync') this.#resubscribed();
+        if (event.type === 'health' && !event.notices) this.#counter.reset();
         if (event.type !== 'message') return this.#emit(event);
         const notice = this.#layout.parseNotice(event.message);
+        this.#counter.heard(notice?.version);
         this.#emit(notice === null ? { type: 'resync' } : { type: 'changed', keyHash: notice.keyHash, publishedAt: notice.publishedAt });
       },
     });
     this.#layout = layout ?? new RedisLayout(prefix, this.#connections.db);
+  }
+
+  /** Subscribed anew (and everything cached dropped): the counter now is what later notices are judged against. */
+  #resubscribed(): void {
+    this.#connections.client.get(this.#layout.version).then(
+      (stored) => this.#counter.subscribedAt(Number(stored ?? 0)),
+      () => {}, // the next health check reads it; until a baseline, no gap is judged
+    );
   }
 
   /** Key administration: connect now, and fail with a clear error when Redis is not there. */
@@ -62,11 +83,11 @@ export class RedisKeyStore implements KeyStore {
 
   /**
    * A string value; one of another type (a hash, a list …) is CorruptKeyRecordError: Redis answered.
-   * `name`: the key as the error gives it.
+   * `name`: the key as the error gives it; `from`: a connection of its own (a Cluster node's).
    */
-  async #getString(key: string, name: string): Promise<string | null> {
+  async #getString(key: string, name: string, from: Redis | Cluster = this.#connections.client): Promise<string | null> {
     try {
-      return await this.#connections.client.get(key);
+      return await from.get(key);
     } catch (err) {
       if (err instanceof Error && err.message.startsWith('WRONGTYPE')) throw new CorruptKeyRecordError(`${name} is not a string value`);
       throw err;
@@ -200,7 +221,8 @@ export class RedisKeyStore implements KeyStore {
 
 
   /**
-   * Read-modify-write under WATCH so two administrators cannot lose each other's change, then tell
+   * Read, then compare-and-set in one script on the primary's own connection (change-counter.ts),
+   * so two administrators cannot lose each other's change and WAIT counts this write; then tell
    * every gateway. `change` returning null means nothing to write (and nothing to announce).
    */
   async #modify(id: string, change: (current: ApiKeyRecord) => ApiKeyRecord | null): Promise<ApiKeyRecord> {
@@ -208,63 +230,48 @@ export class RedisKeyStore implements KeyStore {
       const hash = await this.#hashOf(id);
       if (hash === null) throw new KeyNotFoundError(id);
       const recordKey = this.#layout.recordKey(hash);
-      await this.#connections.client.watch(recordKey);
-      let current: ApiKeyRecord | null;
-      try {
-        current = parseRecord(await this.#getString(recordKey, this.#layout.recordName(hash)), this.#layout.recordName(hash));
-      } catch (err) {
-        await this.#connections.client.unwatch();
-        throw err;
-      }
-      if (current === null) {
-        await this.#connections.client.unwatch();
-        throw new KeyNotFoundError(id);
-      }
-      let next: ApiKeyRecord | null;
-      try {
-        next = change(current);
-      } catch (err) {
-        await this.#connections.client.unwatch();
-        throw err;
-      }
+      const writer = await this.#connections.writer(recordKey);
+      const raw = await this.#getString(recordKey, this.#layout.recordName(hash), writer);
+      const current = parseRecord(raw, this.#layout.recordName(hash));
+      if (current === null) throw new KeyNotFoundError(id);
+      const next = change(current);
       if (next === null) {
-        await this.#connections.client.unwatch();
         // Nothing to write (already disabled), but a previous attempt may have written and then
         // failed to announce it: announce again, so retrying is always safe.
-        await this.#publishChange(id, hash);
+        await this.#publishChange(id, hash, undefined);
         return current;
       }
-      // A failure here may come after Redis ran the transaction (its answer lost with the connection):
+      // A failure here may come after Redis ran the script (its answer lost with the connection):
       // the change may be written and is not announced, which a plain connection error would not say.
-      const committed = await this.#connections.client
-        .multi()
-        .set(recordKey, JSON.stringify(next))
-        .exec()
-        .catch((err: unknown) => {
-          throw refusedOr(err, () => new ChangeUnconfirmedError(id, err));
-        });
-      if (committed === null) continue; // someone else wrote in between: read again
-      await this.#publishChange(id, hash);
-      await this.#confirmReplicated(recordKey);
+      let version: unknown;
+      try {
+        version = await writer.eval(CHANGE_RECORD_SCRIPT, 2, recordKey, this.#layout.version, raw!, JSON.stringify(next));
+      } catch (err) {
+        if (await this.#connections.redirected(err)) continue; // the slot moved: read again on its new primary
+        throw refusedOr(err, () => new ChangeUnconfirmedError(id, err));
+      }
+      if (version === null) continue; // someone else wrote in between: read again
+      await this.#publishChange(id, hash, Number(version));
+      await this.#confirmReplicated(writer);
       return next;
     }
     throw new Error(`key ${id} is being changed concurrently; try again`);
   }
 
-  async #publishChange(id: string, hash: string): Promise<void> {
+  async #publishChange(id: string, hash: string, version: number | undefined): Promise<void> {
     let receivers: number;
     try {
-      receivers = await this.#connections.publish(this.#layout.channel, this.#layout.notice(hash, Date.now()));
+      receivers = await this.#connections.publish(this.#layout.channel, this.#layout.notice(hash, Date.now(), version));
     } catch (err) {
       throw new ChangeNotAnnouncedError(id, err);
     }
     this.#onAnnounced?.(receivers);
   }
 
-  async #confirmReplicated(recordKey: string): Promise<void> {
+  async #confirmReplicated(writer: Redis): Promise<void> {
     if (this.#onReplicated === undefined) return;
     try {
-      this.#onReplicated(await this.#connections.replication(recordKey, REPLICA_CONFIRMATION_MS));
+      this.#onReplicated(await replication(writer, REPLICA_CONFIRMATION_MS));
     } catch (err) {
       this.#onReplicated({ unknown: (err as Error).message });
     }

@@ -54,11 +54,14 @@ export class RedisLayout {
    */
   readonly channel: string;
   readonly ids: string;
+  /** The change counter (change-counter.ts). */
+  readonly version: string;
 
   constructor(prefix: string, db: number) {
     this.prefix = prefix;
     this.channel = db === 0 ? `${prefix}events` : `${prefix}events:${db}`;
     this.ids = `${prefix}ids`;
+    this.version = `${prefix}version`;
   }
 
   recordKey(hash: string): string {
@@ -77,20 +80,24 @@ export class RedisLayout {
     return `${this.prefix}id:${id}`;
   }
 
-  /** A change notice: `{"type":"changed","key_hash":…,"published_at":<ms since the epoch>}`. */
-  notice(hash: string, publishedAt: number): string {
-    return JSON.stringify({ type: 'changed', key_hash: hash, published_at: publishedAt });
+  /** A change notice: `{"type":"changed","key_hash":…,"published_at":<ms since the epoch>,"version":<the change counter>}`. */
+  notice(hash: string, publishedAt: number, version: number | undefined): string {
+    return JSON.stringify({ type: 'changed', key_hash: hash, published_at: publishedAt, ...(version === undefined ? {} : { version }) });
   }
 
   /**
    * The key hash a notice names, and when it was published (when it says, as notices of older
    * commands do not), or null for one that names none (taken as "anything may have changed").
    */
-  parseNotice(message: string): { keyHash: string; publishedAt: number | undefined } | null {
+  parseNotice(message: string): { keyHash: string; publishedAt: number | undefined; version: number | undefined } | null {
     try {
-      const notice = JSON.parse(message) as { key_hash?: unknown; published_at?: unknown };
+      const notice = JSON.parse(message) as { key_hash?: unknown; published_at?: unknown; version?: unknown };
       if (typeof notice.key_hash !== 'string') return null;
-      return { keyHash: notice.key_hash, publishedAt: Number.isFinite(notice.published_at) ? (notice.published_at as number) : undefined };
+      return {
+        keyHash: notice.key_hash,
+        publishedAt: Number.isFinite(notice.published_at) ? (notice.published_at as number) : undefined,
+        version: Number.isSafeInteger(notice.version) ? (notice.version as number) : undefined,
+      };
     } catch {
       return null;
     }

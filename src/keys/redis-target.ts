@@ -23,6 +23,8 @@ export interface RedisSettings {
 }
 
 export interface RedisTarget {
+  /** How Redis is reached: the one decision the connections and key commands follow. */
+  readonly mode: 'url' | 'sentinel' | 'cluster';
   /** REDIS_URL, or undefined in Sentinel and Cluster modes. */
   readonly url: string | undefined;
   /** Cluster mode: the nodes to start from; undefined otherwise. */
@@ -53,6 +55,7 @@ export function redisTarget(settings: RedisSettings): RedisTarget {
   if (urlMode) return { ...urlTarget(settings.redisUrl), options: { ...credentials, ...tlsOptions } };
   if (settings.redisClusterNodes.length > 0) {
     return {
+      mode: 'cluster',
       url: undefined,
       clusterNodes: settings.redisClusterNodes,
       options: { ...credentials, ...tlsOptions },
@@ -60,6 +63,7 @@ export function redisTarget(settings: RedisSettings): RedisTarget {
     };
   }
   return {
+    mode: 'sentinel',
     url: undefined,
     options: {
       sentinels: settings.redisSentinels.map(({ host, port }) => ({ host, port })),
@@ -77,7 +81,7 @@ export function redisTarget(settings: RedisSettings): RedisTarget {
 /** A plain REDIS_URL with nothing else set (key administration in tests and the benchmark). */
 export function urlTarget(url: string): RedisTarget {
   const parsed = new URL(url);
-  return { url, options: {}, description: `${parsed.protocol}//${parsed.host}` };
+  return { mode: 'url', url, options: {}, description: `${parsed.protocol}//${parsed.host}` };
 }
 
 const hostList = (nodes: readonly HostPort[]) => nodes.map(({ host, port }) => (host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`)).join(',');

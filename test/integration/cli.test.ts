@@ -120,7 +120,7 @@ describe('keys show, update, disable, list', () => {
     listener.on('message', (_channel: string, message: string) => heard.push(message));
     try {
       for (const args of [['update', id, '--permissions', 'eod_list,eod_read'], ['disable', id]]) {
-        relay.cutBeforeAnswerTo('EXEC');
+        relay.cutBeforeAnswerTo('EVAL'); // the compare-and-set that writes the change
         const result = await runCli(['keys', ...args], { ...env, REDIS_URL: relay.url });
         expect([result.code, result.stdout]).toEqual([1, '']);
         expect(result.stderr).toMatch(

@@ -105,3 +105,19 @@ it('an updated key is judged by its new permissions and whitelist at its notice'
   expect(JSON.parse(shown.stdout)).toMatchObject({ id, permissions: ['eod_list', 'eod_read'], allowed_ips: [], disabled_at: null });
   // Seven CLI processes, each a Node start-up: on two busy cores that alone can pass jest's 5 s.
 }, 20_000);
+
+it('a change whose notice was lost is caught by the change counter: refused within two health checks, and said so', async () => {
+  const { id, key } = await createKey(env, { acquirer: 'acq_1', permissions: ['eod_list', 'eod_read'] });
+  expect(await statuses(key)).toEqual([200, 200]); // now cached in both, for a minute
+  // A disable written as `keys disable` writes it (the record, then the counter), whose notice never arrives.
+  const hash = await redis.client.get(`${redis.prefix}id:${id}`);
+  const record = JSON.parse((await redis.client.get(`${redis.prefix}key:${hash}`))!);
+  await redis.client.set(`${redis.prefix}key:${hash}`, JSON.stringify({ ...record, disabled_at: new Date().toISOString() }));
+  await redis.client.incr(`${redis.prefix}version`);
+  const writtenAt = Date.now();
+  await waitFor(async () => (await statuses(key)).every((s) => s === 401), { timeoutMs: 2_500, intervalMs: 20, what: 'every gateway to refuse the key' });
+  expect(Date.now() - writtenAt).toBeLessThan(2_500); // health checks every second; far under the minute of the cache
+  for (const g of gateways) {
+    await waitFor(() => g.logLines.some((line) => line.includes('"context":"key change notices"') && line.includes('change counter is ahead')), { what: 'the lost notice logged' });
+  }
+});

@@ -89,6 +89,36 @@ describe('RedisKeyStore specifics', () => {
     await store.close();
   });
 
+  it('a change made by another administrator between its read and its write is kept: read again, then written (compare-and-set)', async () => {
+    const prefix = `${redis.prefix}cas:`;
+    const store = await readyStore(prefix);
+    const record = newRecord();
+    await store.create(record);
+    const { Redis } = await import('ioredis');
+    const evalScript = Redis.prototype.eval;
+    let interleaved = false;
+    // Right before the store's write, someone else changes the key's permissions.
+    Redis.prototype.eval = async function (this: InstanceType<typeof Redis>, ...args: Parameters<typeof evalScript>) {
+      if (!interleaved) {
+        interleaved = true;
+        const current = JSON.parse((await redis.client.get(`${prefix}key:${record.key_hash}`))!);
+        await redis.client.set(`${prefix}key:${record.key_hash}`, JSON.stringify({ ...current, permissions: ['eod_list'] }));
+      }
+      return evalScript.apply(this, args);
+    } as typeof evalScript;
+    try {
+      const disabled = await store.disable(record.id, new Date('2026-11-28T12:00:00Z'));
+      expect(disabled).toMatchObject({ permissions: ['eod_list'], disabled_at: '2026-11-28T12:00:00.000Z' });
+    } finally {
+      Redis.prototype.eval = evalScript;
+      await store.close();
+    }
+    expect(interleaved).toBe(true);
+    expect(JSON.parse((await redis.client.get(`${prefix}key:${record.key_hash}`))!)).toMatchObject({ permissions: ['eod_list'], disabled_at: '2026-11-28T12:00:00.000Z' });
+    // The write counted one change (the other administrator's went around the counter).
+    expect(await redis.client.get(`${prefix}version`)).toBe('1');
+  });
+
   it('treats a corrupt record as an error, never as a key', async () => {
     const prefix = `${redis.prefix}corrupt:`;
     const store = await readyStore(prefix);

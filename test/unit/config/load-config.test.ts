@@ -130,6 +130,12 @@ describe('loadConfig', () => {
     expect(problems({ ...cluster, REDIS_SENTINELS: '10.0.0.1:26379', REDIS_SENTINEL_NAME: 'mymaster' })).toEqual([
       'REDIS_CLUSTER_NODES: set together with REDIS_SENTINELS; choose one way to reach Redis',
     ]);
+    expect(problems({ ...cluster, REDIS_KEY_PREFIX: '{}:' })).toEqual([
+      'REDIS_KEY_PREFIX: must hold a hash tag in Cluster mode, so that every key and the notice channel share one slot, e.g. {acquirer-gateway}: (got "{}:")',
+    ]);
+    // rediss:// in a REDIS_URL that is not used must not look like TLS.
+    expect(problems({ ...cluster, REDIS_URL: 'rediss://redis:6379' })).toEqual(["REDIS_TLS: REDIS_URL's rediss:// is not used with REDIS_CLUSTER_NODES; set REDIS_TLS=true for TLS"]);
+    expect(loadConfig({ ...cluster, REDIS_URL: 'rediss://redis:6379', REDIS_TLS: 'true' }).redisTls).toBe(true);
     // Without Cluster nodes a prefix needs no tag.
     expect(loadConfig({ ...base, REDIS_KEY_PREFIX: 'acquirer-gateway:' }).redisKeyPrefix).toBe('acquirer-gateway:');
   });
