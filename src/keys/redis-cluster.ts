@@ -5,7 +5,7 @@
  * use classic pub/sub: a Cluster hands a PUBLISH to every node, so a subscriber on any live node
  * hears it, and a failover never unsubscribes it (docs/operations.md, "Redis that fails over").
  */
-import { Cluster, type ClusterOptions, type Redis, type RedisOptions } from 'ioredis';
+import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
 import type { HostPort } from '../config/setting-types.js';
 
 /** How often a gateway asks the Cluster which node serves which slot, besides on a MOVED reply. */
@@ -43,11 +43,29 @@ export function subscriberCandidates(cluster: Cluster): HostPort[] {
 /**
  * How many connections are subscribed to `channel` across the Cluster. A PUBLISH counts only the
  * receivers on the node it ran on, so each node is asked; one that does not answer counts none.
- * Subscribed is not delivered: a notice lost between nodes is caught by the change counter.
+ * Every node CLUSTER NODES names, on a connection of its own: the client's pool holds only those
+ * CLUSTER SLOTS lists, which leaves out a replica still syncing (a demoted primary, just after a
+ * failover, with its subscribers). Subscribed is not delivered: a notice lost between nodes is
+ * caught by the change counter.
  */
 export async function clusterSubscribers(cluster: Cluster, channel: string): Promise<number> {
-  const counts = await Promise.allSettled(cluster.nodes('all').map((node) => node.call('PUBSUB', 'NUMSUB', channel)));
-  return counts.reduce((sum, count) => sum + (count.status === 'fulfilled' ? Number((count.value as unknown[])[1]) : 0), 0);
+  const nodes = String(await cluster.cluster('NODES'))
+    .split('\n')
+    .map((line) => line.split(' '))
+    .filter((fields) => fields.length > 2 && !/fail|noaddr|handshake/.test(fields[2]!))
+    .map((fields) => fields[1]!.split('@')[0]!);
+  const counts = await Promise.allSettled(
+    nodes.map(async (address) => {
+      const at = address.lastIndexOf(':');
+      const node = new Redis({ ...cluster.options.redisOptions, host: address.slice(0, at), port: Number(address.slice(at + 1)), lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 });
+      try {
+        return ((await node.call('PUBSUB', 'NUMSUB', channel)) as unknown[])[1];
+      } finally {
+        node.disconnect();
+      }
+    }),
+  );
+  return counts.reduce((sum, count) => sum + (count.status === 'fulfilled' ? Number(count.value) : 0), 0);
 }
 
 /**
