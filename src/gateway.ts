@@ -94,6 +94,7 @@ export async function startGateway(config: Config, { logger, policy: initialPoli
     timeoutMs: config.upstreamTimeoutMs,
     idleTimeoutMs: config.streamIdleTimeoutMs,
     maxSockets: config.upstreamMaxSockets,
+    signingSecrets: config.acquirerSigningSecret,
     logger,
     collectYoung,
     onRetry: () => metrics.upstreamRetries.inc(),

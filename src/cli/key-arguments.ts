@@ -4,7 +4,7 @@
  * against the policy's catalogue, whitelist entries, acquirer ids, and key ids (never a key itself).
  */
 import { CONFIG_FIELDS } from '../config/env.js';
-import { isValidAcquirerId } from '../keys/api-key.js';
+import { isValidAcquirerId, KEY_ID } from '../keys/api-key.js';
 import { familyCoveredWhole, parseCidr } from '../net/ip-allowlist.js';
 import { formatPolicyError, loadPolicy } from '../policy/load.js';
 import { holdsKey, redactSecrets } from '../secrets/redact.js';
@@ -91,7 +91,6 @@ export function validDescription(text: string | undefined): string {
  * What a key id can be: `key_` and 20 hex digits as created, with room for ids written by hand, but
  * never as long as a key's random part (43 characters or more), `key_` before it or not.
  */
-const KEY_ID_ARGUMENT = /^key_[A-Za-z0-9_-]{1,32}$/;
 
 /**
  * The key id a command names. An operator who pastes the API key itself instead gets a usage error
@@ -103,7 +102,7 @@ export function keyIdArgument(text: string): string {
     throw new UsageError('expected a key id (key_…), and this argument is shaped like an API key: it was not looked up or printed. `keys list --acquirer <id>` shows the ids');
   }
   // Anything else that is no id (the key's random part pasted alone, say) is not repeated either.
-  if (!KEY_ID_ARGUMENT.test(text)) {
+  if (!KEY_ID.test(text)) {
     throw new UsageError('expected a key id (key_ and letters, digits, _ or -, as create and list print it); this argument is not one: it was not looked up or printed. `keys list --acquirer <id>` shows the ids');
   }
   return text;

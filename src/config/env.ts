@@ -25,7 +25,7 @@ import {
   DEFAULT_UPSTREAM_TIMEOUT_MS,
   DEFAULT_WORKER_UNRESPONSIVE_MS,
 } from './defaults.js';
-import { adminToken, booleanText, cidrList, httpOrigin, integer, ipLiteral, logLevel, shareOfPool, workerCount } from './setting-types.js';
+import { adminToken, booleanText, cidrList, httpOrigin, integer, ipLiteral, logLevel, shareOfPool, signingSecrets, workerCount } from './setting-types.js';
 
 import { field } from './field.js';
 import { REDIS_CONNECTION_FIELDS } from './redis-fields.js';
@@ -77,6 +77,15 @@ export const CONFIG_FIELDS = {
     summary: 'the legacy service, as an origin: http://host:port',
     description: 'The service behind the gateway, as an origin (`http://host:port`, or `https://`). A path, query or credentials are refused: the path a client asked for goes upstream exactly as matched. Never echoed in errors.',
     schema: httpOrigin,
+    secret: true,
+  }),
+  acquirerSigningSecret: field({
+    env: 'ACQUIRER_SIGNING_SECRET',
+    default: '',
+    summary: 'HMAC secret signing each forwarded request (none)',
+    description:
+      'When set, every request forwarded upstream carries `X-Acquirer-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256>` over the second, the method, the request-target, the acquirer id and the key id, and the key id in `X-Acquirer-Key-Id`, so that the backend can check that a request came through the gateway, and not long ago (docs/security.md, "Verifying the acquirer header"). One secret, or two separated by a comma while rotating, the new one first: the header then carries a `v1=` for each, in that order. Each at least 32 characters, with no comma or white space. Unset, neither header is sent. Never echoed or logged.',
+    schema: signingSecrets,
     secret: true,
   }),
   ...REDIS_CONNECTION_FIELDS,

@@ -101,3 +101,25 @@ export const logLevel = z.enum(LOG_LEVELS, `must be one of ${LOG_LEVELS.join(', 
 
 /** A bearer token for the admin listener: none (empty), or 16 to 256 visible ASCII characters. */
 export const adminToken = z.string().refine((text) => text === '' || /^[\x21-\x7e]{16,256}$/.test(text), 'must be empty (none) or 16 to 256 visible ASCII characters');
+
+/** What a signing secret may hold: no comma (the separator), white space or control character. */
+const SECRET_TEXT = /^[^\s,\p{Cc}]*$/u;
+const MIN_SIGNING_SECRET_LENGTH = 32;
+
+/**
+ * ACQUIRER_SIGNING_SECRET: none (empty), one secret, or two separated by a comma while rotating (the
+ * new one first). No message quotes the value, or any part of it.
+ */
+export const signingSecrets = z.string().transform((text, ctx): readonly string[] => {
+  if (text === '') return [];
+  const secrets = text.split(',');
+  const which = (i: number) => (secrets.length === 1 ? 'the secret' : i === 0 ? 'the first secret' : 'the second secret');
+  if (secrets.length > 2) ctx.addIssue({ code: 'custom', message: `holds ${secrets.length} comma-separated secrets; at most 2 (the new one, then the old one, while rotating)` });
+  else {
+    secrets.forEach((secret, i) => {
+      if (!SECRET_TEXT.test(secret)) ctx.addIssue({ code: 'custom', message: `${which(i)} holds white space or a control character` });
+      else if (secret.length < MIN_SIGNING_SECRET_LENGTH) ctx.addIssue({ code: 'custom', message: `${which(i)} is shorter than ${MIN_SIGNING_SECRET_LENGTH} characters` });
+    });
+  }
+  return secrets;
+});

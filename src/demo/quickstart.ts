@@ -3,7 +3,8 @@
  * `npm start`: the whole thing on one machine with no outside service. A sample acquirer service,
  * the gateway in front of it with an in-memory key store, and one key for each of two acquirers.
  */
-import { loadConfig } from '../config/load-config.js';
+import { CONFIG_FIELDS } from '../config/env.js';
+import { loadConfig, readSetting } from '../config/load-config.js';
 import { followPolicyFile, startGateway, type RunningGateway } from '../gateway.js';
 import { listen } from '../http/listen.js';
 import { generateKey, generateKeyId, hashKey } from '../keys/api-key.js';
@@ -20,7 +21,9 @@ const ALPHA_MERCHANT = 'acq_alpha_m1';
 
 async function main(): Promise<void> {
   const statements = sampleStatements(ACQUIRERS);
-  const upstream = createSampleUpstream(statements);
+  // With ACQUIRER_SIGNING_SECRET the sample checks what the gateway signs, as a backend would.
+  const signingSecrets = readSetting(process.env, CONFIG_FIELDS.acquirerSigningSecret);
+  const upstream = createSampleUpstream(statements, { signingSecret: signingSecrets.join(',') });
   const upstreamPort = await listen(upstream, 0, '127.0.0.1');
   // It mints live keys: loopback only unless HOST says otherwise. Quiet but for what goes wrong.
   const config = loadConfig({ LOG_LEVEL: 'warn', ADMIN_PORT: '0', HOST: '127.0.0.1', ...process.env, UPSTREAM_URL: `http://127.0.0.1:${upstreamPort}` });
@@ -31,7 +34,7 @@ async function main(): Promise<void> {
   const gateway = await startGateway(config, { logger, policy: loaded.policy, keyStore: store });
   // Edits to the policy file apply as they do under `serve` (POLICY_WATCH).
   const policyFile = followPolicyFile(gateway, config, loaded, logger);
-  process.stdout.write(banner(gateway, config.host, upstreamPort, keys, statements.find((s) => s.acquirerId === 'acq_alpha')!));
+  process.stdout.write(banner(gateway, config.host, upstreamPort, keys, statements.find((s) => s.acquirerId === 'acq_alpha')!, signingSecrets.length > 0));
   handleRunningSignals(logger, {
     stop: () => {
       policyFile.close();
@@ -68,7 +71,7 @@ async function quickstartKeys(permissions: string[]): Promise<{ store: MemoryKey
   return { store, keys };
 }
 
-function banner(gateway: RunningGateway, host: string, upstreamPort: number, keys: Record<(typeof ACQUIRERS)[number], string>, alphaStatement: SampleStatement): string {
+function banner(gateway: RunningGateway, host: string, upstreamPort: number, keys: Record<(typeof ACQUIRERS)[number], string>, alphaStatement: SampleStatement, signing: boolean): string {
   const shown = host.includes(':') ? (host === '::' ? '[::1]' : `[${host}]`) : host === '0.0.0.0' ? '127.0.0.1' : host;
   const base = `http://${shown}:${gateway.port}`;
   const { acq_alpha: alpha, acq_beta: beta } = keys;
@@ -76,7 +79,7 @@ function banner(gateway: RunningGateway, host: string, upstreamPort: number, key
   return `
 acquirer-gateway quickstart: gateway on ${base}, sample acquirer service on 127.0.0.1:${upstreamPort},
 metrics on http://127.0.0.1:${gateway.adminPort}/metrics
-(in-memory keys, nothing is written anywhere; Ctrl-C stops everything)
+(in-memory keys, nothing is written anywhere; Ctrl-C stops everything)${signing ? '\n(ACQUIRER_SIGNING_SECRET: the sample service refuses a request the gateway did not sign)' : ''}
 
 # acq_alpha lists its End-of-Day statements
 curl -s ${base}/v1/acquirer/eod_statements -H 'Authorization: Bearer ${alpha}'

@@ -2,7 +2,7 @@
  * @module
  * A small stand-in for the legacy acquirer backend, for `npm start` and for tests: a plain node:http
  * server that trusts the acquirer header the gateway injects and scopes everything by it, as the
- * legacy backend does. It serves the EOD statements, merchant users, merchant payment controls and
+ * legacy backend does (given the gateway's signing secret, once the signature checks: sample-signature.ts). It serves the EOD statements, merchant users, merchant payment controls and
  * the audit log; another acquirer's record answers 403 (the shipped policy makes that a 404).
  */
 import http from 'node:http';
@@ -11,6 +11,7 @@ import { readJsonBody, refuse, SampleRefusal, sendReply, type SampleReply, type 
 import { createMerchantDirectory, sampleMerchants, type SampleMerchants } from './sample-merchants.js';
 import { merchantUserRoutes } from './sample-merchant-users.js';
 import { paymentControlRoutes } from './sample-payment-controls.js';
+import { createSignatureCheck } from './sample-signature.js';
 import { SAMPLE_PAGE_SIZE, statementRoutes, type SampleStatement } from './sample-statements.js';
 
 export { SAMPLE_PAGE_SIZE, sampleStatements, type SampleStatement } from './sample-statements.js';
@@ -26,6 +27,12 @@ export interface SampleUpstreamOptions {
   readonly merchants?: SampleMerchants;
   /** The clock that dates created and changed records and audit entries. Default `() => new Date()`. */
   readonly now?: () => Date;
+  /**
+   * The gateway's ACQUIRER_SIGNING_SECRET (one secret, or two comma-separated). When given, a request
+   * whose `X-Acquirer-Signature` matches none of them, or is more than 300 s from the sample's clock,
+   * or that lacks `X-Acquirer-Key-Id`, gets 401 `{"message":"bad signature"}` before anything else.
+   */
+  readonly signingSecret?: string;
 }
 
 /**
@@ -47,7 +54,12 @@ export function createSampleUpstream(statements: readonly SampleStatement[], opt
     ...audit.routes,
   ];
   const header = acquirerHeader.toLowerCase();
+  const signed = options.signingSecret ? createSignatureCheck(options.signingSecret, header) : undefined;
   return http.createServer(function sampleUpstream(req, res) {
+    if (signed !== undefined && !signed(req)) {
+      req.resume();
+      return sendReply(res, { status: 401, json: { message: 'bad signature' } });
+    }
     answer(routes, header, req).then(
       (reply) => sendReply(res, reply),
       (err: unknown) => {

@@ -30,6 +30,9 @@ export function generateKey(): string {
   return KEY_PREFIX + randomBytes(KEY_RANDOM_BYTES).toString('base64url');
 }
 
+/** A key id as `keys create` makes them (and as any record's must be: it travels as a header value when requests are signed). */
+export const KEY_ID = /^key_[A-Za-z0-9_-]{1,32}$/;
+
 export function generateKeyId(): string {
   return 'key_' + randomBytes(10).toString('hex');
 }

@@ -6,11 +6,11 @@
  */
 import { z } from 'zod';
 import { parseCidr } from '../net/ip-allowlist.js';
-import { isValidAcquirerId, type ApiKeyRecord } from './api-key.js';
+import { isValidAcquirerId, KEY_ID, type ApiKeyRecord } from './api-key.js';
 import { CorruptKeyRecordError } from './key-store.js';
 
 const recordSchema = z.strictObject({
-  id: z.string().min(1),
+  id: z.string().regex(KEY_ID),
   key_hash: z.string().regex(/^[0-9a-f]{64}$/),
   // What the request path relies on is checked as strictly as when it was written: the acquirer id
   // becomes a header value, and a whitelist entry that does not parse must not become "any address".

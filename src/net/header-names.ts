@@ -13,7 +13,8 @@ export const HOP_BY_HOP = new Set([
 /**
  * The request headers that reach the upstream, and only these: a list of what to drop could never
  * name every header some framework reads as an identity, an address or a parameter. The gateway adds
- * Host, the acquirer header and X-Request-Id. Each choice: docs/request-handling.md, "Serve or proxy".
+ * Host, the acquirer header and X-Request-Id (and, when it signs, the two below). Each choice:
+ * docs/request-handling.md, "Serve or proxy".
  */
 export const FORWARDED_REQUEST_HEADERS: ReadonlySet<string> = new Set([
   'accept', 'accept-encoding', 'accept-language', 'cache-control', 'if-match', 'if-none-match',
@@ -27,6 +28,13 @@ export const FORWARDED_REQUEST_HEADERS: ReadonlySet<string> = new Set([
  * takes the request, before anything is written (proxy/upstream-agent.ts): the upstream never sees it.
  */
 export const EXCHANGE_HEADER = 'x-acquirer-gateway-exchange';
+
+/**
+ * With ACQUIRER_SIGNING_SECRET, the gateway's signature over a forwarded request and the key id it
+ * covers (proxy/acquirer-signature.ts; docs/security.md, "Verifying the acquirer header").
+ */
+export const ACQUIRER_SIGNATURE_HEADER = 'x-acquirer-signature';
+export const ACQUIRER_KEY_ID_HEADER = 'x-acquirer-key-id';
 
 /**
  * Request headers that claim what only a proxy in front of a service could know, or carry a credential:
@@ -50,6 +58,8 @@ export const NEVER_FORWARDED = new Set([
   'cookie',
   // CGI-style servers turn it into HTTP_PROXY, which HTTP clients read as their proxy ("httpoxy").
   'proxy',
+  // Only the gateway signs: a client's copy is a forgery, and the policy may not name either.
+  ACQUIRER_SIGNATURE_HEADER, ACQUIRER_KEY_ID_HEADER,
 ]);
 
 /**

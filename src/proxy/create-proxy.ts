@@ -9,6 +9,7 @@ import { createProxyMiddleware, proxyEventsPlugin } from 'http-proxy-middleware'
 import { EXCHANGE_HEADER } from '../net/header-names.js';
 import type { CollectYoung } from '../node-internals/young-collection.js';
 import type { Logger } from '../observability/logger/logger.js';
+import { createAcquirerSigner } from './acquirer-signature.js';
 import { passAnswer } from './answer.js';
 import { Exchange, ExchangeWatch } from './exchange.js';
 import { onWatchVerdict } from './failures.js';
@@ -29,6 +30,8 @@ export interface UpstreamProxyOptions {
   readonly idleTimeoutMs: number;
   /** Connections to the upstream, at most (UPSTREAM_MAX_SOCKETS). */
   readonly maxSockets: number;
+  /** ACQUIRER_SIGNING_SECRET's secrets, newest first (acquirer-signature.ts); none: nothing is signed. */
+  readonly signingSecrets?: readonly string[];
   readonly logger: Logger;
   /** Frees the dead read buffers of streamed bodies every few MiB (streamed-memory.ts); none: left to V8. */
   readonly collectYoung?: CollectYoung | undefined;
@@ -52,8 +55,8 @@ export interface UpstreamProxy {
 
 /**
  * Forwards an allowed request: the path exactly as matched, the query unchanged, headers filtered
- * and the acquirer header set from the key. Answers stream back; error statuses, failures and
- * timeouts become documented gateway errors.
+ * and the acquirer header set from the key (and signed, given `signingSecrets`). Answers stream back;
+ * error statuses, failures and timeouts become documented gateway errors.
  * @example createUpstreamProxy({ target: 'http://statements:8080', timeoutMs: 30_000, idleTimeoutMs: 60_000, maxSockets: 256, logger })
  */
 export function createUpstreamProxy(options: UpstreamProxyOptions): UpstreamProxy {
@@ -87,6 +90,7 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): UpstreamProx
   };
   const sendSoon = createSendTogether(send);
   const upstreamHost = target.host;
+  const sign = createAcquirerSigner(options.signingSecrets ?? []);
   let exchanges = 0;
 
   const forward: RequestHandler = function forwardUpstream(req, res, next) {
@@ -97,6 +101,8 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): UpstreamProx
     const headers = buildUpstreamHeaders(req.headers, policy.acquirerHeader, key!.acquirerId, requestId);
     headers.host = upstreamHost;
     headers[EXCHANGE_HEADER] = exchange.id;
+    // req.url is the request-target sent: UPSTREAM_URL is an origin, so the proxy adds no base path.
+    sign?.(headers, req.method, req.url, key!);
     // A checked body goes as the exact bytes that arrived, framed by their length (upstream-request.ts writes them).
     const body = res.locals.body;
     if (body !== undefined) {

@@ -54,10 +54,14 @@ it('one key whose record is not a record: that key gets 503, and the gateway sta
     const { key } = await createKey({ REDIS_URL: redis.url, REDIS_KEY_PREFIX: redis.prefix }, { acquirer: 'acq_1', permissions: ['eod_list', 'eod_read'] });
     const { key: sound } = await createKey({ REDIS_URL: redis.url, REDIS_KEY_PREFIX: redis.prefix }, { acquirer: 'acq_2', permissions: ['eod_list', 'eod_read'] });
     const { key: wrongType } = await createKey({ REDIS_URL: redis.url, REDIS_KEY_PREFIX: redis.prefix }, { acquirer: 'acq_3', permissions: ['eod_list', 'eod_read'] });
+    // An id edited by hand into something no header may carry (it is sent upstream when requests are signed).
+    const { key: oddId } = await createKey({ REDIS_URL: redis.url, REDIS_KEY_PREFIX: redis.prefix }, { acquirer: 'acq_4', permissions: ['eod_list', 'eod_read'] });
+    const oddRecord = JSON.parse((await redis.client.get(`${redis.prefix}key:${hashKey(oddId)}`))!);
+    await redis.client.set(`${redis.prefix}key:${hashKey(oddId)}`, JSON.stringify({ ...oddRecord, id: 'key_a\r\nx-acquirer-id: acq_2' }));
     await redis.client.set(`${redis.prefix}key:${hashKey(key)}`, 'not json');
     await redis.client.del(`${redis.prefix}key:${hashKey(wrongType)}`);
     await redis.client.hset(`${redis.prefix}key:${hashKey(wrongType)}`, 'a', 'b');
-    for (const bad of [key, wrongType]) {
+    for (const bad of [key, wrongType, oddId]) {
       const res = await request(real.url, '/v1/acquirer/eod_statements', bearer(bad));
       expect(res.status).toBe(503);
       expect(res.body.toString()).toBe('{"message":"Service unavailable"}');
