@@ -24,6 +24,17 @@ export class CommandError extends Error {
 /** A refused policy file: its problems are printed already, one `file:line:column: reason` per line; exit code 1. */
 export class PolicyInvalid extends CommandError {}
 
+/**
+ * The command did its work and its answer is no (a request the gateway would refuse, a change that
+ * takes access from a key): its report is printed already; exit code 3, for CI to act on.
+ */
+export class AnsweredNo extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'AnsweredNo';
+  }
+}
+
 /** `--help` or `-h` anywhere among a command's arguments, or `help` as its first: its usage, exit 0. */
 export function wantsHelp(args: readonly string[]): boolean {
   // After `--`, `-h` is a name (a file's), not a request for help.

@@ -5,11 +5,10 @@
  */
 import type { ParseArgsOptionsConfig } from 'node:util';
 import { generateKey, generateKeyId, hashKey, toPublicRecord, type ApiKeyRecord } from '../keys/api-key.js';
-import { CorruptKeyRecordError, KeyCommandError, KeyNotFoundError, type KeyStore } from '../keys/key-store.js';
-import { REPLICA_CONFIRMATION_MS, RedisKeyStore } from '../keys/redis-key-store.js';
-import { redisTarget, type RedisTarget } from '../keys/redis-target.js';
+import { KeyNotFoundError, type KeyStore } from '../keys/key-store.js';
+import { REPLICA_CONFIRMATION_MS } from '../keys/redis-key-store.js';
 import { CommandError, parseCommandLine, UsageError, wantsHelp } from './command-line.js';
-import { redisSettings } from './settings.js';
+import { withKeyStore } from './key-store-access.js';
 import { keyIdArgument, validAcquirer, validAllowedIps, validDescription, validPermissions } from './key-arguments.js';
 
 const ENVIRONMENT = 'Redis: REDIS_URL (or REDIS_SENTINELS or REDIS_CLUSTER_NODES), REDIS_KEY_PREFIX.\nPermissions: the catalogue of POLICY_FILE.';
@@ -196,39 +195,20 @@ const NO_REPLICA_AT_ALL =
   'the change may be lost with it. Run the command again after a failover.';
 const NO_REPLICA_KNOWN = 'acquirer-gateway: the change is written, and whether a replica holds it could not be asked with ROLE and WAIT';
 
-/** Runs `run` against the store: Redis from REDIS_URL (checked as serve checks it), connected once. */
-async function withStore(ctx: KeysContext, run: Run): Promise<void> {
-  // An empty prefix would write keys no gateway reads, and a URL that is not one would fail later, with a stack.
-  const settings = redisSettings(ctx.env);
-  const prefix = settings.redisKeyPrefix;
-  let target: RedisTarget;
-  try {
-    target = redisTarget(settings);
-  } catch (err) {
-    if (err instanceof UsageError) throw err;
-    throw new CommandError((err as Error).message); // the CA file
-  }
-  const store = ctx.store ?? new RedisKeyStore({ target, prefix, waitForConnection: true, commandTimeoutMs: 5000, onAnnounced: (receivers) => {
-      if (receivers === 0) ctx.warn?.(NOBODY_TOLD);
-    },
-    onReplicated: (outcome) => {
-      if ('unknown' in outcome) ctx.warn?.(`${NO_REPLICA_KNOWN}: ${outcome.unknown}`);
-      else if (outcome.replicas > 0 && !outcome.confirmed) ctx.warn?.(NO_REPLICA_CONFIRMED);
-      // One Redis by URL may have no replica by design; a Sentinel's or a Cluster's primary without one is mid-failover, or alone.
-      else if (outcome.replicas === 0 && target.mode !== 'url') ctx.warn?.(NO_REPLICA_AT_ALL);
-    },
+/** Runs `run` against the store (key-store-access.ts), saying what a written change could not reach. */
+function withStore(ctx: KeysContext, run: Run): Promise<void> {
+  return withKeyStore(ctx.env, run, {
+    store: ctx.store,
+    hooks: (target) => ({
+      onAnnounced: (receivers) => {
+        if (receivers === 0) ctx.warn?.(NOBODY_TOLD);
+      },
+      onReplicated: (outcome) => {
+        if ('unknown' in outcome) ctx.warn?.(`${NO_REPLICA_KNOWN}: ${outcome.unknown}`);
+        else if (outcome.replicas > 0 && !outcome.confirmed) ctx.warn?.(NO_REPLICA_CONFIRMED);
+        // One Redis by URL may have no replica by design; a Sentinel's or a Cluster's primary without one is mid-failover, or alone.
+        else if (outcome.replicas === 0 && target.mode !== 'url') ctx.warn?.(NO_REPLICA_AT_ALL);
+      },
+    }),
   });
-  try {
-    if (store instanceof RedisKeyStore) await store.connect();
-    await run(store);
-  } catch (err) {
-    if (err instanceof KeyCommandError) throw new CommandError(err.message);
-    if (err instanceof CorruptKeyRecordError) throw new CommandError(`cannot read the key in Redis: ${err.message}; repair or delete that value`);
-    if (err instanceof UsageError || err instanceof CommandError) throw err;
-    if (ctx.store === undefined) throw new CommandError(`cannot use Redis at ${target.description}: ${(err as Error).message}`);
-    throw err;
-  } finally {
-    if (ctx.store === undefined) await store.close();
-  }
 }
-

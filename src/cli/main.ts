@@ -7,12 +7,12 @@
 import { readFileSync } from 'node:fs';
 import { holdSignalsDuringStartUp } from '../lifecycle/signals.js';
 import { redactKeysAndBodies } from '../secrets/redact.js';
-import { CommandError, PolicyInvalid, UsageError, wantsHelp } from './command-line.js';
+import { AnsweredNo, CommandError, PolicyInvalid, UsageError, wantsHelp } from './command-line.js';
 
 const USAGE = `usage: acquirer-gateway <command> [options]
   serve                run the gateway (settings from the environment, or flags)
   keys <subcommand>    create, update, disable, show and list API keys in Redis
-  policy <subcommand>  check a route policy, review a change to it, list its routes
+  policy <subcommand>  check a route policy, review a change and its impact, explain a request
   --version            print the version
 \`acquirer-gateway <command> --help\` describes each.`;
 
@@ -72,6 +72,10 @@ main(process.argv.slice(2)).catch((err: unknown) => {
     process.exit(2);
   }
   if (err instanceof PolicyInvalid) process.exit(1); // its problems are printed already
+  if (err instanceof AnsweredNo) {
+    process.exitCode = 3; // its report is printed already, and may still be on its way to a pipe
+    return;
+  }
   if (err instanceof CommandError) {
     say(err.message);
     process.exit(1);

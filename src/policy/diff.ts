@@ -11,15 +11,17 @@ function answerTo(status: number, policy: CompiledPolicy): string {
 }
 
 /** One route as a reviewer names it: what a client would call. */
-function routeKey(route: CompiledRoute): string {
+export function routeKey(route: CompiledRoute): string {
   return `${route.method} ${route.path}`;
 }
 
-function code(text: string): string {
+/** Text as Markdown code. */
+export function code(text: string): string {
   return '`' + text + '`';
 }
 
-function list(names: readonly string[]): string {
+/** A route's required permissions as a reviewer reads them. */
+export function list(names: readonly string[]): string {
   return names.length === 0 ? 'no permission (any valid key)' : names.map(code).join(', ');
 }
 

@@ -6,33 +6,50 @@
  */
 import type { CompiledRoute, QueryParam } from './compile.js';
 
+/** Why a route refuses a query: the first pair, from the left, that it cannot take. */
+export type QueryRefusal =
+  /** A pair without `=` (an empty one, `a&&b`, included). */
+  | { readonly kind: 'no_value'; readonly pair: string }
+  /** A name or value that cannot be decoded: a `%` that is no escape, or bytes that are not UTF-8. */
+  | { readonly kind: 'undecodable'; readonly raw: string }
+  | { readonly kind: 'undeclared'; readonly name: string }
+  | { readonly kind: 'bad_value'; readonly name: string; readonly value: string; readonly type: string }
+  | { readonly kind: 'too_often'; readonly name: string; readonly maxCount: number };
+
 /**
  * Whether the route takes a raw request-target's query: only its declared parameters, each as often
  * as declared (once unless repeatable), of the declared type; none without `query`, any with
  * `query: any` (docs/policy.md, "Queries").
  */
 export function queryAllowed(route: CompiledRoute, target: string): boolean {
-  const declared = route.query;
-  if (declared === undefined) return true;
-  const q = target.indexOf('?');
-  return q === -1 || declaredQueryAllowed(declared, target.slice(q));
+  return queryRefusal(route, target) === null;
 }
 
-function declaredQueryAllowed(declared: ReadonlyMap<string, QueryParam>, query: string): boolean {
-  if (query.length <= 1) return true; // a bare `?`
+/** What queryAllowed decides, with the reason: null when the route takes the query. */
+export function queryRefusal(route: CompiledRoute, target: string): QueryRefusal | null {
+  const declared = route.query;
+  if (declared === undefined) return null;
+  const q = target.indexOf('?');
+  return q === -1 ? null : declaredQueryRefusal(declared, target.slice(q));
+}
+
+function declaredQueryRefusal(declared: ReadonlyMap<string, QueryParam>, query: string): QueryRefusal | null {
+  if (query.length <= 1) return null; // a bare `?`
   const seen: string[] = [];
   for (const pair of query.slice(1).split('&')) {
     const eq = pair.indexOf('=');
-    if (eq === -1) return false;
+    if (eq === -1) return { kind: 'no_value', pair };
     const name = decodeComponent(pair.slice(0, eq));
-    const param = name === null ? undefined : declared.get(name);
-    if (param === undefined) return false;
+    if (name === null) return { kind: 'undecodable', raw: pair.slice(0, eq) };
+    const param = declared.get(name);
+    if (param === undefined) return { kind: 'undeclared', name };
     const value = decodeComponent(pair.slice(eq + 1));
-    if (value === null || !param.accepts(value)) return false;
-    seen.push(name!);
-    if (count(seen, name!) > param.type.maxCount) return false;
+    if (value === null) return { kind: 'undecodable', raw: pair.slice(eq + 1) };
+    if (!param.accepts(value)) return { kind: 'bad_value', name, value, type: param.type.text };
+    seen.push(name);
+    if (count(seen, name) > param.type.maxCount) return { kind: 'too_often', name, maxCount: param.type.maxCount };
   }
-  return true;
+  return null;
 }
 
 function count(names: readonly string[], name: string): number {

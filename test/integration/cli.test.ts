@@ -488,6 +488,8 @@ describe('help', () => {
     [['policy', 'check', '--help'], /^usage: acquirer-gateway policy check \[FILE\]\nValidates a policy exactly as serve does/],
     [['policy', 'diff', '--help'], /^usage: acquirer-gateway policy diff OLD NEW\n/],
     [['policy', 'routes', '--help'], /^usage: acquirer-gateway policy routes \[FILE\]\n/],
+    [['policy', 'impact', '--help'], /^usage: acquirer-gateway policy impact OLD NEW\n[\s\S]*Exit 0: no key loses\naccess; 3: one does/],
+    [['policy', 'explain', '-h'], /^usage: acquirer-gateway policy explain METHOD TARGET --key-id ID\n[\s\S]*\n {2}--from ADDRESS /],
     [['serve', '--help'], /^usage: acquirer-gateway serve \[--flag value …\]\n[\s\S]*\n  --port {23}public listener port \(0: any free port\) \[8080\]\n[\s\S]*\n  --upstream-url {15}the legacy service, as an origin: http:\/\/host:port \[required\]\n/],
   ];
 
