@@ -90,8 +90,7 @@ export class RedisConnections {
       sentinelRetryStrategy: waiting ? (times) => (times > 3 ? null : 200) : (times) => Math.min(times * 100, RECONNECT_MAX_DELAY_MS),
       // Sentinel mode: told of a failover by the Sentinels (+switch-master), not only by a dropped connection.
       failoverDetector: !waiting,
-      // A socket that never connected would hold the process (and a test run) open this long after close().
-      disconnectTimeout: 100,
+      disconnectTimeout: 100, // else a socket that never connected holds the process 2 s after close()
     };
     const open = (connectionName: string, extra: RedisOptions = {}) => {
       const redisOptions = { ...options.target.options, ...common, ...extra, connectionName };
@@ -108,9 +107,20 @@ export class RedisConnections {
       this.client.once('ready', () => this.#openClusterSubscriber(channel, subscriberOptions));
     }
     if (!waiting) {
+      for (const connection of [this.client, this.#subscriber]) if (connection instanceof Redis) this.#reopenWhenEnded(connection);
       this.#healthCheck = setInterval(() => this.#checkHealth(), options.healthCheckIntervalMs ?? DEFAULT_REDIS_HEALTH_CHECK_INTERVAL_MS);
       this.#healthCheck.unref();
     }
+  }
+
+  /**
+   * Gateways: ioredis ends a connection for good (status `end`) when its Sentinel failover detector
+   * closes a reconnection under way; the store would stay down. One ended without close() reopens.
+   */
+  #reopenWhenEnded(connection: Redis): void {
+    connection.on('end', () => {
+      if (!this.#closing) setTimeout(() => void connection.connect().catch(() => {}), RECONNECT_MAX_DELAY_MS).unref();
+    });
   }
 
   /** The database REDIS_URL names (a Cluster has only 0). */

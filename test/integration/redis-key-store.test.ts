@@ -1,6 +1,7 @@
 import { urlTarget } from '../../src/keys/redis-target.js';
 import { KeyResolver, KeyStoreUnavailableError } from '../../src/keys/key-resolver.js';
 import { RedisKeyStore } from '../../src/keys/redis-key-store.js';
+import { RedisConnections } from '../../src/keys/redis-connections.js';
 import { CorruptKeyRecordError } from '../../src/keys/key-store.js';
 import { keyStoreContract, newRecord } from '../helpers/key-store-contract.js';
 import { startTestRedis, type TestRedis } from '../helpers/redis.js';
@@ -169,6 +170,28 @@ describe('RedisKeyStore specifics', () => {
         await client.del(`${prefix}key:${record.key_hash}`, `${prefix}id:${record.id}`, `${prefix}ids`);
         client.disconnect();
       }
+    }
+  });
+
+  it('a gateway connection that ioredis ended without close() is opened again (ioredis gives up when a Sentinel failover closes a reconnection under way)', async () => {
+    const health: { available: boolean; notices: boolean }[] = [];
+    const connections = new RedisConnections({
+      target: urlTarget(redis.url),
+      channel: () => `${redis.prefix}reopen:events`,
+      onEvent: (event) => {
+        if (event.type === 'health') health.push(event);
+      },
+    });
+    try {
+      const up = () => health.at(-1)?.available === true && health.at(-1)?.notices === true;
+      await waitFor(up, { what: 'both connections up' });
+      // What ioredis does in that race: the commands connection ended for good.
+      connections.client.disconnect();
+      await waitFor(() => connections.client.status === 'end', { what: 'the connection ended' });
+      expect(up()).toBe(false);
+      await waitFor(up, { timeoutMs: 5_000, what: 'both connections up again' });
+    } finally {
+      await connections.close();
     }
   });
 

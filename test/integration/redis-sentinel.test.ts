@@ -88,7 +88,13 @@ it.each([
     await failOver();
     await topology.waitForNewPrimary(old, 30_000);
     // Recovery with no restart: lookups and change notices on the new primary (slower when the whole suite runs).
-    for (const g of gateways) await waitFor(async () => (await keyStoreState(g)) === 'ok' && (await statusOf(g, valid.key)) === 200, { timeoutMs: 40_000, what: 'the gateway back on the new primary' });
+    for (const g of gateways) {
+      await waitFor(async () => (await keyStoreState(g)) === 'ok' && (await statusOf(g, valid.key)) === 200, { timeoutMs: 40_000, what: 'the gateway back on the new primary' }).catch(async (err: Error) => {
+        // What it was waiting for, and why: the readiness it gave and the store's last problems.
+        const problems = g.logLines.filter((line) => line.includes('key_store_problem')).slice(-8).join('\n');
+        throw new Error(`${err.message}; /readyz key_store ${await keyStoreState(g)}, a valid key ${await statusOf(g, valid.key)}; last problems:\n${problems}`);
+      });
+    }
   } finally {
     loading = false;
     await load;
