@@ -153,6 +153,7 @@ function openRedisStore(config: Config, logger: Logger): RedisKeyStore {
   return new RedisKeyStore({
     target: redisTarget(config),
     prefix: config.redisKeyPrefix,
+    pepper: config.keyHashPepper,
     commandTimeoutMs: config.redisCommandTimeoutMs,
     subscribe: true,
     onError: (err, context) => {
@@ -170,6 +171,7 @@ function createResolver(config: Config, store: KeyStore, metrics: GatewayMetrics
     maxEntries: config.keyCacheMaxEntries,
     negativeMaxEntries: config.keyCacheMaxEntries,
     outageGraceMs: config.keyOutageGraceMs,
+    pepper: config.keyHashPepper,
     onResolution: (layer, result) => metrics.keyResolutions.inc({ layer, result }),
     onStoreHealth: (health) => reportStoreHealth(metrics, health),
   });

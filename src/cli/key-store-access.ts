@@ -7,8 +7,9 @@
 import { CorruptKeyRecordError, KeyCommandError, type KeyStore } from '../keys/key-store.js';
 import { RedisKeyStore, type RedisKeyStoreOptions } from '../keys/redis-key-store.js';
 import { redisTarget, type RedisTarget } from '../keys/redis-target.js';
+import { REDIS_CONNECTION_FIELDS } from '../config/redis-fields.js';
 import { CommandError, UsageError } from './command-line.js';
-import { redisSettings } from './settings.js';
+import { redisSettings, setting } from './settings.js';
 
 /** How long a command waits for one Redis command before it says Redis cannot be used. */
 const COMMAND_TIMEOUT_MS = 5000;
@@ -28,6 +29,7 @@ export interface KeyStoreAccess {
 export async function withKeyStore<T>(env: NodeJS.ProcessEnv, run: (store: KeyStore) => Promise<T>, access: KeyStoreAccess = {}): Promise<T> {
   // An empty prefix would name keys no gateway reads, and a URL that is not one would fail later, with a stack.
   const settings = redisSettings(env);
+  const pepper = setting(env, REDIS_CONNECTION_FIELDS.keyHashPepper);
   let target: RedisTarget;
   try {
     target = redisTarget(settings);
@@ -35,7 +37,7 @@ export async function withKeyStore<T>(env: NodeJS.ProcessEnv, run: (store: KeySt
     if (err instanceof UsageError) throw err;
     throw new CommandError((err as Error).message); // the CA file
   }
-  const store = access.store ?? new RedisKeyStore({ target, prefix: settings.redisKeyPrefix, waitForConnection: true, commandTimeoutMs: COMMAND_TIMEOUT_MS, ...access.hooks?.(target) });
+  const store = access.store ?? new RedisKeyStore({ target, prefix: settings.redisKeyPrefix, pepper, waitForConnection: true, commandTimeoutMs: COMMAND_TIMEOUT_MS, ...access.hooks?.(target) });
   try {
     if (store instanceof RedisKeyStore) await store.connect();
     return await run(store);

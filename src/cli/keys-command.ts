@@ -6,12 +6,14 @@
 import type { ParseArgsOptionsConfig } from 'node:util';
 import { generateKey, generateKeyId, hashKey, toPublicRecord, type ApiKeyRecord } from '../keys/api-key.js';
 import { KeyNotFoundError, type KeyStore } from '../keys/key-store.js';
-import { REPLICA_CONFIRMATION_MS } from '../keys/redis-key-store.js';
+import { RedisKeyStore, REPLICA_CONFIRMATION_MS } from '../keys/redis-key-store.js';
+import { REDIS_CONNECTION_FIELDS } from '../config/redis-fields.js';
 import { CommandError, parseCommandLine, UsageError, wantsHelp } from './command-line.js';
 import { withKeyStore } from './key-store-access.js';
+import { setting } from './settings.js';
 import { keyIdArgument, validAcquirer, validAllowedIps, validDescription, validPermissions } from './key-arguments.js';
 
-const ENVIRONMENT = 'Redis: REDIS_URL (or REDIS_SENTINELS or REDIS_CLUSTER_NODES), REDIS_KEY_PREFIX.\nPermissions: the catalogue of POLICY_FILE.';
+const ENVIRONMENT = 'Redis: REDIS_URL (or REDIS_SENTINELS or REDIS_CLUSTER_NODES), REDIS_KEY_PREFIX, KEY_HASH_PEPPER.\nPermissions: the catalogue of POLICY_FILE.';
 
 export const KEYS_USAGE = `usage: acquirer-gateway keys <subcommand> [options]
   create    make a key for an acquirer; its secret is printed this once only
@@ -19,6 +21,7 @@ export const KEYS_USAGE = `usage: acquirer-gateway keys <subcommand> [options]
   disable   disable a key, for good
   show      print a key's record
   list      print every key's record, or one acquirer's
+  rehash    store every key under its peppered hash (KEY_HASH_PEPPER)
 \`acquirer-gateway keys <subcommand> --help\` describes each.
 ${ENVIRONMENT}`;
 
@@ -81,7 +84,7 @@ ${ENVIRONMENT}`,
   },
   show: {
     usage: `usage: acquirer-gateway keys show KEY_ID
-Prints a key's record (never the key itself: only its SHA-256 is kept).
+Prints a key's record (never the key itself: only its hash is kept).
 ${ENVIRONMENT}`,
     options: {},
     takesId: true,
@@ -98,6 +101,17 @@ ${ENVIRONMENT}`,
     options: { acquirer: { type: 'string' } },
     takesId: false,
     plan: planList,
+  },
+  rehash: {
+    usage: `usage: acquirer-gateway keys rehash
+Moves every key record still stored under its plain SHA-256 to its peppered hash (KEY_HASH_PEPPER),
+one key at a time: safe to interrupt and to run again. Give every gateway KEY_HASH_PEPPER first: one
+without it refuses moved keys. Prints {"migrated":…,"already_peppered":…,"unreadable":…}.
+KEY_HASH_PEPPER is required.
+${ENVIRONMENT}`,
+    options: {},
+    takesId: false,
+    plan: planRehash,
   },
 };
 
@@ -147,6 +161,19 @@ async function planList(values: Record<string, string | boolean | undefined>, _i
     for (const record of await store.list(values.acquirer as string | undefined, (what) => corrupt.push(what))) print(ctx)(record);
     if (corrupt.length > 0) {
       throw new CommandError(`${corrupt.length} key record(s) in Redis could not be read (${corrupt.join(', ')}); the gateway refuses a key whose record it cannot read (503)`);
+    }
+  };
+}
+
+async function planRehash(_values: Record<string, string | boolean | undefined>, _id: string, ctx: KeysContext): Promise<Run> {
+  if (setting(ctx.env, REDIS_CONNECTION_FIELDS.keyHashPepper) === '') throw new UsageError('rehash: KEY_HASH_PEPPER is not set: it is the secret the records are moved under');
+  return async (store) => {
+    if (!(store instanceof RedisKeyStore)) throw new CommandError('rehash: only a key store in Redis holds hashes to move');
+    const corrupt: string[] = [];
+    const outcome = await store.rehash((what) => corrupt.push(what));
+    ctx.out(JSON.stringify({ migrated: outcome.migrated, already_peppered: outcome.alreadyPeppered, unreadable: outcome.unreadable }));
+    if (corrupt.length > 0) {
+      throw new CommandError(`${corrupt.length} key record(s) in Redis could not be read and were left as they are (${corrupt.join(', ')}); repair or delete them, then run keys rehash again`);
     }
   };
 }

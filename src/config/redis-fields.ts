@@ -1,7 +1,7 @@
 /**
  * @module
- * The settings that say where the key store's Redis is and how to reach it (keys/redis-target.ts
- * builds the connection from them; load-config.ts checks how they combine).
+ * The settings that say where the key store's Redis is, how to reach it, and how keys are named in
+ * it (keys/redis-target.ts builds the connection from them; load-config.ts checks how they combine).
  */
 import { z } from 'zod';
 import { DEFAULT_REDIS_KEY_PREFIX, DEFAULT_REDIS_URL } from './defaults.js';
@@ -92,6 +92,15 @@ export const REDIS_CONNECTION_FIELDS = {
     description:
       'Namespace of every Redis key and channel the gateway uses. In Cluster mode it must hold a hash tag, a non-empty `{…}` (`{acquirer-gateway}:`): Redis then keeps every key under it in one slot, so that a key\'s creation is one transaction.',
     schema: z.string().min(1, 'must not be empty'),
+  }),
+  keyHashPepper: field({
+    env: 'KEY_HASH_PEPPER',
+    default: '',
+    summary: 'secret keying the stored key hashes (none)',
+    description:
+      'When set, key records are stored and looked up under HMAC-SHA256(pepper, SHA-256 of the key), so that a dump of Redis alone cannot be checked against candidate keys; lookups read that form and the plain SHA-256 one, so keys created before it keep working until `keys rehash` moves them. `serve` and every `keys` command read it; set it on every gateway before running `keys rehash` or creating keys with it (a gateway without it refuses peppered keys, 401). It cannot be changed once records are peppered. At least 32 characters, with no white space. Never echoed or logged. See security, "Key hashes and the pepper".',
+    schema: z.string().refine((text) => text === '' || /^[^\s\p{Cc}]{32,1024}$/u.test(text), 'must be empty (none) or 32 to 1024 characters with no white space or control character'),
+    secret: true,
   }),
 };
 

@@ -1,10 +1,10 @@
 import { hash, randomBytes } from 'node:crypto';
 
-/** What the key store keeps for a key. The raw key is never part of it, only its SHA-256. */
+/** What the key store keeps for a key. The raw key is never part of it, only a hash of it. */
 export interface ApiKeyRecord {
   /** Public identifier: safe to log, print and pass to `keys` commands. */
   readonly id: string;
-  /** SHA-256 (hex) of the whole key string, prefix included. */
+  /** SHA-256 (hex) of the whole key string, prefix included; or its peppered form (key-hash.ts), the record's name either way. */
   readonly key_hash: string;
   readonly acquirer_id: string;
   readonly permissions: readonly string[];

@@ -8,6 +8,7 @@ import {
   NOTICELESS_TRUST_MS,
 } from '../config/defaults.js';
 import { CorruptKeyRecordError, type KeyStore, type KeyStoreEvent } from './key-store.js';
+import { KeyHashing } from './key-hash.js';
 import { DISABLED, toVerdict, UNKNOWN, type KeyVerdict } from './key-verdict.js';
 import { StoreOutage } from './store-outage.js';
 
@@ -45,6 +46,11 @@ export interface KeyResolverOptions {
   readonly onStoreHealth?: (health: StoreHealth) => void;
   /** While lookups fail, one of the resolver's own this often (DEFAULT_FAILURE_PROBE_INTERVAL_MS). */
   readonly failureProbeIntervalMs?: number;
+  /**
+   * KEY_HASH_PEPPER: verdicts are cached by the peppered hash, and a change notice naming either
+   * form of a key's hash drops its verdict (key-hash.ts).
+   */
+  readonly pepper?: string | undefined;
 }
 
 export type KeyResolutionResult = 'hit' | 'negative_hit' | 'coalesced' | 'miss' | 'error';
@@ -82,9 +88,11 @@ export class KeyResolver {
   /** Whether change notices arrive (the store says so); without them verdicts are trusted briefly. */
   #notices = false;
   #reported: StoreHealth | undefined;
+  readonly #hashing: KeyHashing;
 
   constructor(store: KeyStore, options: KeyResolverOptions = {}) {
     this.#store = store;
+    this.#hashing = new KeyHashing(options.pepper);
     this.#ttlMs = options.ttlMs ?? DEFAULT_KEY_CACHE_TTL_MS;
     this.#noticelessTrustMs = Math.min(this.#ttlMs, options.noticelessTrustMs ?? NOTICELESS_TRUST_MS);
     this.#now = options.now ?? (() => performance.now());
@@ -108,10 +116,11 @@ export class KeyResolver {
     this.#onStoreHealth = options.onStoreHealth ?? (() => {});
   }
 
-  /** Resolves a key by its hash. Rejects with KeyStoreUnavailableError rather than guess. */
+  /** Resolves a key by its (plain) hash. Rejects with KeyStoreUnavailableError rather than guess. */
   resolve(keyHash: string): Promise<KeyVerdict> {
     const remembered = this.fromMemory(keyHash);
-    return remembered !== undefined ? Promise.resolve(remembered) : this.#lookup(keyHash, this.#cached(keyHash));
+    const cacheKey = this.#hashing.stored(keyHash);
+    return remembered !== undefined ? Promise.resolve(remembered) : this.#lookup(keyHash, cacheKey, this.#cached(cacheKey));
   }
 
   /**
@@ -119,7 +128,7 @@ export class KeyResolver {
    * Synchronous, so the request path pays no promise for a cached key.
    */
   fromMemory(keyHash: string): KeyVerdict | undefined {
-    const cached = this.#cached(keyHash);
+    const cached = this.#cached(this.#hashing.stored(keyHash));
     if (cached === undefined) return undefined;
     const now = this.#now();
     const trusted = this.#outage.start === null ? now - cached.fetchedAt < this.#trustMs() : this.#outage.standsIn(cached.fetchedAt, now);
@@ -163,8 +172,9 @@ export class KeyResolver {
     this.#outage.close();
   }
 
-  #lookup(keyHash: string, stale: CachedVerdict | undefined): Promise<KeyVerdict> {
-    const pending = this.#inFlight.get(keyHash);
+  /** `keyHash`: what the store is asked for; `cacheKey`: what the verdict is kept by (the stored form). */
+  #lookup(keyHash: string, cacheKey: string, stale: CachedVerdict | undefined): Promise<KeyVerdict> {
+    const pending = this.#inFlight.get(cacheKey);
     if (pending !== undefined) {
       this.#onResolution('memory', 'coalesced');
       return pending;
@@ -176,8 +186,8 @@ export class KeyResolver {
         this.#onResolution('redis', record === null ? 'miss' : 'hit');
         let verdict = toVerdict(record);
         // Seen disabled once, disabled for good: the lookup is made all the same, for every class.
-        if (this.#disabled.get(keyHash) !== undefined && record !== null) verdict = DISABLED;
-        if (generation === this.#generation) this.#remember(keyHash, verdict);
+        if (this.#disabled.get(cacheKey) !== undefined && record !== null) verdict = DISABLED;
+        if (generation === this.#generation) this.#remember(cacheKey, verdict);
         return verdict;
       },
       (err: unknown) => {
@@ -197,9 +207,9 @@ export class KeyResolver {
       },
     );
     const settled = lookup.finally(() => {
-      if (this.#inFlight.get(keyHash) === settled) this.#inFlight.delete(keyHash);
+      if (this.#inFlight.get(cacheKey) === settled) this.#inFlight.delete(cacheKey);
     });
-    this.#inFlight.set(keyHash, settled);
+    this.#inFlight.set(cacheKey, settled);
     return settled;
   }
 
@@ -227,7 +237,7 @@ export class KeyResolver {
       case 'changed':
         // A lookup already under way may have read the old record: later requests must not share it.
         this.#generation++;
-        this.#forget(event.keyHash);
+        for (const cacheKey of this.#hashing.affected(event.keyHash)) this.#forget(cacheKey);
         break;
       case 'resync':
         // Notices may have been missed: every verdict is asked again.

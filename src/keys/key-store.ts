@@ -104,6 +104,7 @@ export class CreationUnconfirmedError extends KeyCommandError {
  * `null` always means "no such key".
  */
 export interface KeyStore {
+  /** `keyHash`: the presented key's SHA-256 (hashKey); a store with a pepper finds either form of its record. */
   findByHash(keyHash: string): Promise<ApiKeyRecord | null>;
   findById(id: string): Promise<ApiKeyRecord | null>;
   /**
@@ -111,6 +112,7 @@ export interface KeyStore {
    * returned: `what` names each for an operator (`sha256 0a1b2c…`, or `id key_…` for an id mapping).
    */
   list(acquirerId?: string, onCorrupt?: (what: string, err: Error) => void): Promise<ApiKeyRecord[]>;
+  /** `record.key_hash`: the key's SHA-256; a store with a pepper keeps the record under the peppered form. */
   create(record: ApiKeyRecord): Promise<void>;
   /** Throws KeyNotFoundError, or KeyDisabledError: a disabled key is never changed again. */
   update(id: string, changes: KeyChanges): Promise<ApiKeyRecord>;

@@ -13,11 +13,16 @@ import { STAND_IN_RECORD_JSON } from './key-verdict.js';
 import { KEY_HASH, parseRecord, RedisLayout } from './redis-layout.js';
 import { CHANGE_RECORD_SCRIPT, ChangeCounter } from './change-counter.js';
 import { replication } from './replication.js';
+import { KeyHashing } from './key-hash.js';
+import { readFirstRecord } from './record-read.js';
+import { rehashRecords, type RehashOutcome } from './rehash.js';
 
 const MAX_OPTIMISTIC_RETRIES = 10;
 
 export interface RedisKeyStoreOptions extends Omit<RedisConnectionOptions, 'channel' | 'onEvent'> {
   readonly prefix?: string;
+  /** KEY_HASH_PEPPER: lookups read the peppered form and then the plain one; new keys are stored peppered. */
+  readonly pepper?: string | undefined;
   /** Subscribe to change notices (gateways). Key administration leaves it off: it only publishes. */
   readonly subscribe?: boolean;
   /** Told, after each change notice is published, how many subscribers Redis handed it to. */
@@ -39,8 +44,10 @@ export class RedisKeyStore implements KeyStore {
   readonly #onAnnounced: ((receivers: number) => void) | undefined;
   readonly #onReplicated: RedisKeyStoreOptions['onReplicated'];
   readonly #counter = new ChangeCounter();
+  readonly #hashing: KeyHashing;
 
   constructor(options: RedisKeyStoreOptions) {
+    this.#hashing = new KeyHashing(options.pepper);
     this.#onAnnounced = options.onAnnounced;
     this.#onReplicated = options.onReplicated;
     const prefix = options.prefix ?? DEFAULT_REDIS_KEY_PREFIX;
@@ -114,9 +121,11 @@ export class RedisKeyStore implements KeyStore {
     return (await this.#connections.client.type(key)) !== 'none';
   }
 
+  /** `keyHash`: the presented key's plain hash; with a pepper, both forms are read in one round trip. */
   async findByHash(keyHash: string): Promise<ApiKeyRecord | null> {
-    const name = this.#layout.recordName(keyHash);
-    const raw = await this.#getString(this.#layout.recordKey(keyHash), name);
+    const forms = this.#hashing.lookup(keyHash);
+    const { raw, hash } = forms.length === 1 ? { raw: await this.#getString(this.#layout.recordKey(keyHash), this.#layout.recordName(keyHash)), hash: keyHash } : await readFirstRecord(this.#connections.client, this.#layout, forms);
+    const name = this.#layout.recordName(hash);
     // No record: one is read all the same, so that "no such key" takes as long as a key (key-verdict.ts).
     const record = parseRecord(raw ?? STAND_IN_RECORD_JSON, name);
     return raw === null ? null : record;
@@ -166,7 +175,9 @@ export class RedisKeyStore implements KeyStore {
    * Redis does not roll back a transaction in which one command fails, so what could fail (an `ids`
    * of another type) is checked first; a refusal all the same is reported, never taken for success.
    */
-  async create(record: ApiKeyRecord): Promise<void> {
+  async create(given: ApiKeyRecord): Promise<void> {
+    // With a pepper, the record is stored under its peppered hash (given: the plain one), and its id marked migrated.
+    const record = { ...given, key_hash: this.#hashing.stored(given.key_hash) };
     const idKey = this.#layout.idKey(record.id);
     const idsKey = this.#layout.ids;
     // Not `ids`: every other key created meanwhile would abort this one. Its type is checked to
@@ -178,11 +189,8 @@ export class RedisKeyStore implements KeyStore {
       if (exists === 1) throw new Error(`key id ${record.id} already exists`);
       throw new Error(`${idsKey} is not a set (it is a ${idsType}): nothing was written; repair or delete that value`);
     }
-    const results = await this.#connections.client
-      .multi()
-      .set(idKey, record.key_hash)
-      .set(this.#layout.recordKey(record.key_hash), JSON.stringify(record))
-      .sadd(idsKey, record.id)
+    const transaction = this.#connections.client.multi().set(idKey, record.key_hash).set(this.#layout.recordKey(record.key_hash), JSON.stringify(record)).sadd(idsKey, record.id);
+    const results = await (this.#hashing.peppered ? transaction.sadd(this.#layout.peppered, record.id) : transaction)
       .exec()
       .catch((err: unknown) => {
         throw refusedOr(err, () => new CreationUnconfirmedError(record.id, err));
@@ -214,11 +222,15 @@ export class RedisKeyStore implements KeyStore {
     return () => this.#listeners.delete(listener);
   }
 
+  /** `keys rehash`: moves every record still in the plain form to the peppered one, one key at a time (rehash.ts). */
+  rehash(onCorrupt: (what: string, err: Error) => void): Promise<RehashOutcome> {
+    return rehashRecords(this.#connections, this.#layout, this.#hashing, onCorrupt);
+  }
+
   async close(): Promise<void> {
     this.#listeners.clear();
     await this.#connections.close();
   }
-
 
   /**
    * Read, then compare-and-set in one script on the primary's own connection (change-counter.ts),

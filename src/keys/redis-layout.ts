@@ -1,7 +1,8 @@
 /**
  * @module
- * What the gateway keeps in Redis, under REDIS_KEY_PREFIX: `key:<sha256>` → the record (JSON),
- * `id:<id>` → the sha256, `ids` → the set of ids, and the channel of change notices. A record read
+ * What the gateway keeps in Redis, under REDIS_KEY_PREFIX: `key:<hash>` → the record (JSON),
+ * `id:<id>` → the hash, `ids` → the set of ids, `peppered` → the ids whose record is stored under
+ * the peppered hash (key-hash.ts), and the channel of change notices. A record read
  * back is checked as strictly as when it was written.
  */
 import { z } from 'zod';
@@ -41,7 +42,7 @@ export function parseRecord(raw: string | null, name: string): ApiKeyRecord | nu
   return parsed.data;
 }
 
-/** What an id maps to: the name of its key record, the SHA-256 of the key (64 lower-case hex digits). */
+/** What an id maps to: the name of its key record, the key's hash in either form (64 lower-case hex digits). */
 export const KEY_HASH = /^[0-9a-f]{64}$/;
 
 /** The names of the keys and channel under one prefix and database. */
@@ -54,6 +55,8 @@ export class RedisLayout {
    */
   readonly channel: string;
   readonly ids: string;
+  /** The ids stored peppered: created with KEY_HASH_PEPPER, or moved by `keys rehash`. */
+  readonly peppered: string;
   /** The change counter (change-counter.ts). */
   readonly version: string;
 
@@ -61,6 +64,7 @@ export class RedisLayout {
     this.prefix = prefix;
     this.channel = db === 0 ? `${prefix}events` : `${prefix}events:${db}`;
     this.ids = `${prefix}ids`;
+    this.peppered = `${prefix}peppered`;
     this.version = `${prefix}version`;
   }
 
