@@ -32,6 +32,8 @@ export interface RunningGateway {
   readonly policy: CompiledPolicy;
   /** Runs `policy` from now on: a request reads the policy once, when it is judged, so none changes mid-way. */
   usePolicy(policy: CompiledPolicy): void;
+  /** Judges in the shadow by `policy` from now on; only for a gateway started with a shadow policy. */
+  useShadowPolicy(policy: CompiledPolicy): void;
   /**
    * Readiness turns 503, the listener stops accepting, requests in flight get up to
    * SHUTDOWN_TIMEOUT_MS to finish, then connections close, Redis disconnects and the pool empties.
@@ -47,6 +49,8 @@ export interface StartOptions {
   readonly keyStore?: KeyStore;
   /** A cluster worker (WORKERS above 1): no admin listener of its own. */
   readonly worker?: boolean;
+  /** POLICY_SHADOW_FILE's, accepted like `policy`: every request is judged by it too, never enforced. */
+  readonly shadowPolicy?: CompiledPolicy | undefined;
 }
 
 /**
@@ -57,6 +61,17 @@ export function followPolicyFile(gateway: RunningGateway, config: Pick<Config, '
   const policyFile = new PolicyFile(config.policyFile, loaded, { logger, reloads: gateway.metrics.policyReloads, onAccepted: (next) => gateway.usePolicy(next.policy) });
   if (config.policyWatch) void policyFile.watch();
   return policyFile;
+}
+
+/** The shadow policy file (POLICY_SHADOW_FILE), followed as the policy file is (followPolicyFile). */
+export function followShadowFile(gateway: RunningGateway, config: Pick<Config, 'policyShadowFile' | 'policyWatch'>, loaded: LoadedPolicy, logger: Logger): PolicyFile {
+  const shadowFile = new PolicyFile(config.policyShadowFile, loaded, {
+    logger,
+    events: { reloaded: 'shadow_policy_reloaded', refused: 'shadow_policy_refused' },
+    onAccepted: (next) => gateway.useShadowPolicy(next.policy),
+  });
+  if (config.policyWatch) void shadowFile.watch();
+  return shadowFile;
 }
 
 /** A listen that failed, and whether it was the admin listener's (ADMIN_HOST, ADMIN_PORT) or the gateway's own (HOST, PORT). */
@@ -83,8 +98,9 @@ interface Parts {
 }
 
 /** Connects the key store and listens. */
-export async function startGateway(config: Config, { logger, policy: initialPolicy, keyStore, worker = false }: StartOptions): Promise<RunningGateway> {
-  const metrics = createMetrics();
+export async function startGateway(config: Config, { logger, policy: initialPolicy, keyStore, worker = false, shadowPolicy }: StartOptions): Promise<RunningGateway> {
+  const metrics = createMetrics({ shadow: shadowPolicy !== undefined });
+  let shadow = shadowPolicy;
   const policy = new CurrentPolicy(initialPolicy, metrics);
   const ownStore = keyStore === undefined ? openRedisStore(config, logger) : undefined;
   const resolver = createResolver(config, keyStore ?? ownStore!, metrics);
@@ -100,7 +116,16 @@ export async function startGateway(config: Config, { logger, policy: initialPoli
     onRetry: () => metrics.upstreamRetries.inc(),
     onUnaskedBytes: () => metrics.upstreamUnaskedBytes.inc(),
   });
-  const app = createApp({ policy: policy.get, resolver, trustedProxies: config.trustedProxyList, proxy, logger, metrics, acquirerMaxInFlight: config.acquirerMaxInFlight });
+  const app = createApp({
+    policy: policy.get,
+    resolver,
+    trustedProxies: config.trustedProxyList,
+    proxy,
+    logger,
+    metrics,
+    acquirerMaxInFlight: config.acquirerMaxInFlight,
+    shadowPolicy: shadow === undefined ? undefined : () => shadow!,
+  });
   const http = createGatewayServer(config, app, { metrics, logger });
   let shuttingDown = false;
   const readiness = (): ReadinessCheck => ({ policy: 'ok', key_store: keyStoreReadiness(resolver), shutdown: shuttingDown ? 'in_progress' : 'no' });
@@ -118,6 +143,10 @@ export async function startGateway(config: Config, { logger, policy: initialPoli
       return policy.get();
     },
     usePolicy: (next) => policy.use(next),
+    useShadowPolicy: (next) => {
+      if (shadow === undefined) throw new Error('started without a shadow policy');
+      shadow = next;
+    },
     shutdown: () => (stopped ??= ((shuttingDown = true), shutdown(parts))),
   };
 }

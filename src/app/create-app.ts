@@ -6,6 +6,7 @@ import type { IpAllowlist } from '../net/ip-allowlist.js';
 import type { GatewayMetrics } from '../observability/metrics/metrics.js';
 import { createRequestObserver } from './request-observer.js';
 import { createPipeline } from './pipeline.js';
+import { createShadowObserver } from './shadow-observer.js';
 import type { CompiledPolicy } from '../policy/compile.js';
 import type { UpstreamProxy } from '../proxy/create-proxy.js';
 import './request-context.js';
@@ -21,6 +22,8 @@ export interface AppDeps {
   readonly metrics: GatewayMetrics;
   /** ACQUIRER_MAX_IN_FLIGHT (the dispatch step's default when absent). */
   readonly acquirerMaxInFlight?: number | undefined;
+  /** The shadow policy now (POLICY_SHADOW_FILE); absent: no shadow, and no work for one. */
+  readonly shadowPolicy?: (() => CompiledPolicy) | undefined;
 }
 
 /** Builds the public app. No I/O here: listening, Redis and the policy file belong to the caller. */
@@ -33,7 +36,9 @@ export function createApp(deps: AppDeps): Express {
 
   const steps = createPipeline({ resolver: deps.resolver, trustedProxies: deps.trustedProxies, proxy: deps.proxy.forward, acquirerMaxInFlight: deps.acquirerMaxInFlight });
   // Each step is a layer of Express's router: a runner of their own measured no faster (docs/performance.md).
-  app.use(createRequestObserver(deps), ...steps);
+  const { shadowPolicy } = deps;
+  const shadow = shadowPolicy === undefined ? undefined : createShadowObserver({ shadow: shadowPolicy, metrics: deps.metrics, logger: deps.logger });
+  app.use(createRequestObserver({ ...deps, shadow }), ...steps);
   app.use(createErrorHandler(deps.logger));
   return app;
 }

@@ -10,19 +10,22 @@ import { createRequestLocals } from './request-context.js';
 import { countRequest } from '../observability/metrics/count-request.js';
 import { UNMATCHED_ROUTE } from '../observability/metrics/labels.js';
 import type { GatewayMetrics } from '../observability/metrics/metrics.js';
+import type { ShadowObserver } from './shadow-observer.js';
 
 export interface RequestObserverDeps {
   readonly policy: () => CompiledPolicy;
   readonly metrics: GatewayMetrics;
   readonly logger: Logger;
   readonly trustedProxies: IpAllowlist | null;
+  /** With a shadow policy (POLICY_SHADOW_FILE): called once the response is over. */
+  readonly shadow?: ShadowObserver | undefined;
 }
 
 /**
  * The first middleware: fixes the policy the request is judged by, gives it a request id, and when
  * the response is over records its metrics and writes its one access log line.
  */
-export function createRequestObserver({ policy, metrics, logger, trustedProxies }: RequestObserverDeps): RequestHandler {
+export function createRequestObserver({ policy, metrics, logger, trustedProxies, shadow }: RequestObserverDeps): RequestHandler {
   return function requestObserver(req, res, next) {
     const startedAt = performance.now(); // a number: hrtime.bigint() allocates a BigInt per call
     // Always the gateway's own: a client's id is neither unique nor the gateway's to vouch for in
@@ -79,9 +82,19 @@ export function createRequestObserver({ policy, metrics, logger, trustedProxies 
         res.writableFinished,
       );
       writeAuditLine(logger, { requestId: locals.requestId, method: req.method, path, route: routeId, status, keyId, acquirerId, client, bodyBytes: locals.body?.length ?? null });
+      if (shadow !== undefined) judgeInShadow(shadow, req.method, req.url, locals, logger);
     });
     next();
   };
+}
+
+/** A fault of the shadow's is logged; it must never end the process from a `close` listener. */
+function judgeInShadow(shadow: ShadowObserver, method: string, target: string, locals: Express.Locals, logger: Logger): void {
+  try {
+    shadow(method, target, locals);
+  } catch (err) {
+    logger.event('unexpected_error', { err, shadow: true });
+  }
 }
 
 /**

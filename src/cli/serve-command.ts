@@ -4,9 +4,9 @@ import { policyFromPrimary, serveAsWorker } from '../cluster/worker.js';
 import { CONFIG_FIELDS, type Config } from '../config/env.js';
 import { ConfigError, flagName, loadConfig } from '../config/load-config.js';
 import { retiredSettingsIn } from '../config/retired-settings.js';
-import { loadPolicyOrThrow, PolicyLoadError } from '../policy/load.js';
+import { loadPolicyOrThrow, PolicyLoadError, type LoadedPolicy } from '../policy/load.js';
 import { createLogger, type Logger } from '../observability/logger/logger.js';
-import { followPolicyFile, ListenError, startGateway } from '../gateway.js';
+import { followPolicyFile, followShadowFile, ListenError, startGateway } from '../gateway.js';
 import { shutdownThenExit } from '../lifecycle/exit.js';
 import { handleRunningSignals, type StartUpSignals } from '../lifecycle/signals.js';
 import { CommandError, parseCommandLine, UsageError } from './command-line.js';
@@ -63,6 +63,7 @@ export async function serveCommand(args: string[], startUp: StartUpSignals): Pro
     if (err instanceof PolicyLoadError) throw new CommandError(`policy refused:\n${err.message}`);
     throw err;
   });
+  const shadow = await loadShadowPolicy(config);
   if (clustered) {
     try {
       return await runPrimary(config, logger, startUp, policy);
@@ -72,19 +73,33 @@ export async function serveCommand(args: string[], startUp: StartUpSignals): Pro
       throw listenFailure(err, 'admin', config);
     }
   }
-  const gateway = await startGateway(config, { logger, policy: policy.policy }).catch((err: unknown) => {
+  const gateway = await startGateway(config, { logger, policy: policy.policy, shadowPolicy: shadow?.policy }).catch((err: unknown) => {
     throw err instanceof ListenError ? listenFailure(err.cause, err.listener, config) : err;
   });
-  const policyFile = followPolicyFile(gateway, config, policy, logger);
-  // The file was read before this, and may have changed since the SIGHUP that says so.
+  const files = [followPolicyFile(gateway, config, policy, logger), ...(shadow === undefined ? [] : [followShadowFile(gateway, config, shadow, logger)])];
+  // The files were read before this, and may have changed since the SIGHUP that says so.
+  const reload = () => files.forEach((file) => void file.reload('signal'));
   const running = {
     stop: () => {
-      policyFile.close();
+      files.forEach((file) => file.close());
       shutdownThenExit(gateway, logger);
     },
-    reload: () => void policyFile.reload('signal'),
+    reload,
   };
-  if (startUp.handOver(() => handleRunningSignals(logger, running)).reloadAsked) void policyFile.reload('signal');
+  if (startUp.handOver(() => handleRunningSignals(logger, running)).reloadAsked) reload();
+}
+
+/**
+ * POLICY_SHADOW_FILE, read and refused as POLICY_FILE is. Not with WORKERS above 1: the primary
+ * gives workers the enforced policy only, and a shadow judged by none of them would say nothing.
+ */
+async function loadShadowPolicy(config: Config): Promise<LoadedPolicy | undefined> {
+  if (config.policyShadowFile === '') return undefined;
+  if (config.workers > 1) throw new UsageError('invalid configuration: POLICY_SHADOW_FILE: not with WORKERS above 1 (run the shadow on a single-process gateway)');
+  return loadPolicyOrThrow(config.policyShadowFile).catch((err: unknown) => {
+    if (err instanceof PolicyLoadError) throw new CommandError(`shadow policy refused (POLICY_SHADOW_FILE):\n${err.message}`);
+    throw err;
+  });
 }
 
 /**

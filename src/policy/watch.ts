@@ -23,12 +23,16 @@ export const RELOAD_PIPE_WAIT_MS = 10_000;
 /** What says a file changed, as a poll of its status sees it. */
 const signature = (stats: Stats): string => `${stats.dev}:${stats.ino}:${stats.size}:${stats.mtimeMs}:${stats.ctimeMs}`;
 
+const ENFORCED_EVENTS = { reloaded: 'policy_reloaded', refused: 'policy_reload_refused' } as const;
+
 export type ReloadResult = 'success' | 'unchanged' | 'failure';
 
 export interface PolicyFileOptions {
   readonly logger: Logger;
-  /** `policy_reloads_total`, counted once per reload whatever the number of processes serving. */
-  readonly reloads: Counter<'result'>;
+  /** `policy_reloads_total`, counted once per reload whatever the number of processes serving; none for the shadow. */
+  readonly reloads?: Counter<'result'>;
+  /** The log events of a reload accepted and refused: the enforced policy's unless told (the shadow's). */
+  readonly events?: { readonly reloaded: 'policy_reloaded' | 'shadow_policy_reloaded'; readonly refused: 'policy_reload_refused' | 'shadow_policy_refused' };
   /** Each policy accepted after the first: the one process's requests, or (WORKERS) every worker. */
   readonly onAccepted: (next: LoadedPolicy) => void;
   /** RELOAD_PIPE_WAIT_MS unless told (tests). */
@@ -140,7 +144,7 @@ export class PolicyFile {
   }
 
   async #load(trigger: 'signal' | 'file'): Promise<ReloadResult> {
-    const { logger, reloads, onAccepted } = this.#options;
+    const { logger, reloads, onAccepted, events = ENFORCED_EVENTS } = this.#options;
     // Before the read: a change after it shows as another status, and is read again.
     this.#readAs = await stat(this.#file).then(signature, () => null);
     // loadPolicy reports every problem of the file's as a refusal; anything it throws is ours, and
@@ -151,17 +155,17 @@ export class PolicyFile {
     }));
     const running = this.#accepted.policy;
     if (!result.ok) {
-      reloads.inc({ result: 'failure' });
-      logger.event('policy_reload_refused', { file: this.#file, trigger, errors: result.errors.map(formatPolicyError), running: running.contentHash });
+      reloads?.inc({ result: 'failure' });
+      logger.event(events.refused, { file: this.#file, trigger, errors: result.errors.map(formatPolicyError), running: running.contentHash });
       return 'failure';
     }
     if (result.policy.contentHash === running.contentHash) {
-      reloads.inc({ result: 'unchanged' });
+      reloads?.inc({ result: 'unchanged' });
       return 'unchanged';
     }
     this.#accepted = { policy: result.policy, source: result.source };
-    reloads.inc({ result: 'success' });
-    logger.event('policy_reloaded', { file: this.#file, trigger, from: running.contentHash, to: result.policy.contentHash, routes: result.policy.routes.length });
+    reloads?.inc({ result: 'success' });
+    logger.event(events.reloaded, { file: this.#file, trigger, from: running.contentHash, to: result.policy.contentHash, routes: result.policy.routes.length });
     onAccepted(this.#accepted);
     return 'success';
   }

@@ -38,6 +38,9 @@ export const LOG_EVENTS = {
   policy_watch_failed: event('error', 'policy file watch failed; reload with SIGHUP'),
   policy_applied: event('info', 'policy applied'),
   policy_not_applied: event('error', "the primary's policy could not be compiled here; the running policy stays"),
+  shadow_disagreement: event('info', 'the shadow policy judges a request otherwise than the enforced one (at most one line a second per route and verdicts)'),
+  shadow_policy_reloaded: event('info', 'shadow policy reloaded'),
+  shadow_policy_refused: event('error', 'shadow policy reload refused; the running shadow stays'),
   // The process
   setting_retired: event('warn', 'a setting that no longer exists is set: it is ignored'),
   listening: event('info', 'listening'),

@@ -25,6 +25,8 @@ export interface GatewayMetrics {
   readonly keyStoreUp: Gauge;
   readonly keyChangeNoticesUp: Gauge;
   readonly keyChangePropagation: Histogram;
+  /** Registered (and on /metrics) only with a shadow policy (POLICY_SHADOW_FILE). */
+  readonly shadowDisagreements: Counter<'route' | 'enforced' | 'shadow'>;
 }
 
 /** Resolves sub-millisecond gateway overhead as well as multi-minute downloads. */
@@ -63,11 +65,17 @@ function policyReloadsCounter(registers: Registry[]): Counter<'result'> {
  * the start: Prometheus sees nothing of a series' first increment when the series appears with it
  * (the first failed reload of a process would raise no alert).
  */
-export function createMetrics(): GatewayMetrics {
+export function createMetrics({ shadow = false }: { shadow?: boolean } = {}): GatewayMetrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: PREFIX });
   const registers = [registry];
-  return { registry, ...requestMetrics(registers), ...upstreamMetrics(registers), ...stateMetrics(registers) };
+  const shadowDisagreements = new Counter({
+    name: `${PREFIX}shadow_disagreements_total`,
+    help: 'Requests the shadow policy (POLICY_SHADOW_FILE) judges otherwise than the enforced one, by route id, enforced and shadow verdict.',
+    labelNames: ['route', 'enforced', 'shadow'],
+    registers: shadow ? registers : [],
+  });
+  return { registry, ...requestMetrics(registers), ...upstreamMetrics(registers), ...stateMetrics(registers), shadowDisagreements };
 }
 
 /** Counted on every request. */
