@@ -1,5 +1,6 @@
 import { createKey, runCli, startServe, type ServeProcess } from '../helpers/cli.js';
 import { request } from '../helpers/http.js';
+import { disabledWithinASecond, keyStoreState, NO_REPLICA, statusOf, underLoad } from '../helpers/failover-load.js';
 import { startRedisCluster, type RedisClusterTopology } from '../helpers/redis-cluster-topology.js';
 import { adminCall, dataNodeArgs, HOST, key as hostPort, RedisProcesses, type HostPort } from '../helpers/redis-topology.js';
 import { stopAll } from '../helpers/stop-all.js';
@@ -12,7 +13,6 @@ import { waitFor } from '../helpers/wait.js';
  * another is failed over by hand: nothing that should be refused is allowed, they recover with no
  * restart, and a key disabled afterwards is refused by both within a second.
  */
-const LIST = '/v1/acquirer/eod_statements';
 const AUTH = { username: 'gateway', password: 'cluster-node-secret' };
 const PREFIX = '{agw-cluster}:';
 const PERMISSIONS = ['eod_list', 'eod_read'];
@@ -37,8 +37,6 @@ beforeAll(async () => {
 
 afterAll(() => stopAll(...gateways.map((g) => () => g.stop()), () => upstream?.close(), () => cluster?.stop()));
 
-const statusOf = async (g: ServeProcess, key: string) => (await request(g.url, LIST, { authorization: `Bearer ${key}` })).status;
-const keyStoreState = async (g: ServeProcess) => JSON.parse((await request(g.adminUrl, '/readyz')).body.toString()).checks.key_store as string;
 
 it('keys commands work on the Cluster, every key in the prefix\'s slot; the password never shows', async () => {
   const created = await createKey(env, { acquirer: 'acq_1', permissions: PERMISSIONS });
@@ -76,7 +74,7 @@ it('a node that drops the change-notice connection: the gateways subscribe throu
   for (const at of cluster.running()) await adminCall(at, AUTH, 'CLIENT', 'KILL', 'TYPE', 'pubsub');
   await waitFor(async () => (await Promise.all(cluster.running().map(subscribersOn))).reduce((a, b) => a + b, 0) === gateways.length, { what: 'both gateways subscribed again' });
   for (const g of gateways) await waitFor(async () => (await keyStoreState(g)) === 'ok', { what: 'the gateway hearing notices again' });
-  await disabledWithinASecond(key.id, key.key);
+  await disabledWithinASecond(gateways, env, key);
 });
 
 it('a configured node that is not in the Cluster: notices are heard through a node the Cluster named', async () => {
@@ -97,44 +95,6 @@ it('a configured node that is not in the Cluster: notices are heard through a no
   }
 });
 
-/** Load on both gateways with every key while `change` runs; what the load saw. */
-async function underLoad(keys: { valid: string; disabled: string }, change: () => Promise<void>) {
-  const seen = { disabledAllowed: 0, validStatuses: new Set<number>(), readiness: new Set<string>() };
-  let loading = true;
-  const load = Promise.all(
-    gateways.map(async (g) => {
-      while (loading) {
-        if ((await statusOf(g, keys.disabled)) === 200) seen.disabledAllowed++;
-        seen.validStatuses.add(await statusOf(g, keys.valid));
-        seen.readiness.add(await keyStoreState(g));
-      }
-    }),
-  );
-  try {
-    await change();
-    // Recovery with no restart: lookups and change notices (slower when the whole suite runs).
-    for (const g of gateways) await waitFor(async () => (await keyStoreState(g)) === 'ok' && (await statusOf(g, keys.valid)) === 200, { timeoutMs: 40_000, what: 'the gateway back on the new primary' });
-  } finally {
-    loading = false;
-    await load;
-  }
-  return seen;
-}
-
-/** What `keys disable` says when the primary it wrote to has no replica (after a kill, the promoted one). */
-const NO_REPLICA = /^acquirer-gateway: the change is written on the primary, which has no replica now: if it fails before one catches up, the change may be lost with it\. Run the command again after a failover\.\n$/;
-
-async function disabledWithinASecond(id: string, key: string, stderr: string | RegExp = ''): Promise<void> {
-  for (const g of gateways) expect(await statusOf(g, key)).toBe(200);
-  const disable = await runCli(['keys', 'disable', id], env);
-  expect(disable.code).toBe(0);
-  if (typeof stderr === 'string') expect(disable.stderr).toBe(stderr);
-  else expect(disable.stderr).toMatch(stderr);
-  const returnedAt = Date.now();
-  for (const g of gateways) await waitFor(async () => (await statusOf(g, key)) === 401, { timeoutMs: 1_000, what: 'the disable refused within 1 s' });
-  expect(Date.now() - returnedAt).toBeLessThan(1_000);
-}
-
 // Failed over by hand first: the old primary stays on as the replica the kill needs after it. A
 // failover by hand loses nothing, so /readyz may never see it; a kill it must. After the kill the
 // promoted replica has none of its own, and `keys disable` says so.
@@ -150,7 +110,7 @@ it.each([
     expect([await statusOf(g, valid.key), await statusOf(g, disabledBefore.key), await statusOf(g, disabledAfter.key)]).toEqual([200, 401, 200]);
   }
 
-  const seen = await underLoad({ valid: valid.key, disabled: disabledBefore.key }, async () => {
+  const seen = await underLoad(gateways, { valid: valid.key, disabled: disabledBefore.key }, async () => {
     const owner = await cluster.ownerOf(`${PREFIX}ids`);
     await failOver(owner);
     await cluster.waitForOwnerChange(`${PREFIX}ids`, owner, 30_000);
@@ -161,5 +121,5 @@ it.each([
   expect([...seen.readiness].every((s) => ['ok', 'no_change_notices', 'unavailable'].includes(s))).toBe(true);
   for (const g of gateways) expect(await statusOf(g, disabledBefore.key)).toBe(401);
 
-  await disabledWithinASecond(disabledAfter.id, disabledAfter.key, disableSays);
+  await disabledWithinASecond(gateways, env, disabledAfter, disableSays);
 }, 120_000);
