@@ -1,4 +1,4 @@
-import { runCli, type ServeProcess } from './cli.js';
+import { runCli, startServe, type ServeProcess } from './cli.js';
 import { request } from './http.js';
 import { waitFor } from './wait.js';
 
@@ -11,6 +11,14 @@ const LIST = '/v1/acquirer/eod_statements';
 /** What `keys disable` says when the primary it wrote to has no replica (the promoted one, after a kill). */
 export const NO_REPLICA =
   /^acquirer-gateway: the change is written on the primary, which has no replica now: if it fails before one catches up, the change may be lost with it\. Run the command again after a failover\.\n$/;
+
+/** `count` gateways on `env`, started one after another, each ready (its key store connected) before this resolves. */
+export async function startReadyGateways(count: number, env: Record<string, string>): Promise<ServeProcess[]> {
+  const gateways: ServeProcess[] = [];
+  for (let i = 0; i < count; i++) gateways.push(await startServe(env));
+  for (const g of gateways) await waitFor(async () => (await request(g.adminUrl, '/readyz')).status === 200, { what: 'the gateway ready' });
+  return gateways;
+}
 
 export const statusOf = async (g: ServeProcess, key: string) => (await request(g.url, LIST, { authorization: `Bearer ${key}` })).status;
 export const keyStoreState = async (g: ServeProcess) => JSON.parse((await request(g.adminUrl, '/readyz')).body.toString()).checks.key_store as string;

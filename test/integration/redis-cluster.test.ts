@@ -1,6 +1,5 @@
 import { createKey, runCli, startServe, type ServeProcess } from '../helpers/cli.js';
-import { request } from '../helpers/http.js';
-import { disabledWithinASecond, keyStoreState, NO_REPLICA, statusOf, underLoad } from '../helpers/failover-load.js';
+import { disabledWithinASecond, startReadyGateways, keyStoreState, NO_REPLICA, statusOf, underLoad } from '../helpers/failover-load.js';
 import { startRedisCluster, type RedisClusterTopology } from '../helpers/redis-cluster-topology.js';
 import { adminCall, dataNodeArgs, HOST, key as hostPort, RedisProcesses, type HostPort } from '../helpers/redis-topology.js';
 import { stopAll } from '../helpers/stop-all.js';
@@ -31,8 +30,7 @@ beforeAll(async () => {
     REDIS_PASSWORD: AUTH.password,
     REDIS_KEY_PREFIX: PREFIX,
   };
-  for (let i = 0; i < 2; i++) gateways.push(await startServe({ ...env, UPSTREAM_URL: upstream.url }));
-  for (const g of gateways) await waitFor(async () => (await request(g.adminUrl, '/readyz')).status === 200, { what: 'the gateway ready' });
+  gateways.push(...(await startReadyGateways(2, { ...env, UPSTREAM_URL: upstream.url })));
 }, 90_000);
 
 afterAll(() => stopAll(...gateways.map((g) => () => g.stop()), () => upstream?.close(), () => cluster?.stop()));

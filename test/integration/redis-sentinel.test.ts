@@ -1,11 +1,9 @@
-import { createKey, runCli, startServe, type ServeProcess } from '../helpers/cli.js';
-import { request } from '../helpers/http.js';
-import { disabledWithinASecond, NO_REPLICA, statusOf, underLoad } from '../helpers/failover-load.js';
+import { createKey, runCli, type ServeProcess } from '../helpers/cli.js';
+import { disabledWithinASecond, startReadyGateways, NO_REPLICA, statusOf, underLoad } from '../helpers/failover-load.js';
 import { startSentinelTopology, type SentinelTopology } from '../helpers/redis-sentinel-topology.js';
 import { key as hostPort } from '../helpers/redis-topology.js';
 import { stopAll } from '../helpers/stop-all.js';
 import { startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
-import { waitFor } from '../helpers/wait.js';
 
 /**
  * Redis through Sentinel, on loopback: a primary, a replica and three Sentinels, with an ACL user on
@@ -31,8 +29,7 @@ beforeAll(async () => {
     REDIS_SENTINEL_PASSWORD: AUTH.sentinelPassword,
     REDIS_KEY_PREFIX: 'agw-sentinel:',
   };
-  for (let i = 0; i < 2; i++) gateways.push(await startServe({ ...env, UPSTREAM_URL: upstream.url }));
-  for (const g of gateways) await waitFor(async () => (await request(g.adminUrl, '/readyz')).status === 200, { what: 'the gateway ready' });
+  gateways.push(...(await startReadyGateways(2, { ...env, UPSTREAM_URL: upstream.url })));
 }, 60_000);
 
 afterAll(() => stopAll(...gateways.map((g) => () => g.stop()), () => upstream?.close(), () => topology?.stop()));
