@@ -21,6 +21,7 @@ import { PolicyFile } from './policy/watch.js';
 import { createUpstreamProxy, type UpstreamProxy } from './proxy/create-proxy.js';
 import { COLLECT_EVERY_BYTES } from './proxy/streamed-memory.js';
 import { lineThrottle } from './observability/line-throttle.js';
+import { RateLimits } from './limits/rate-limits.js';
 
 export interface RunningGateway {
   readonly port: number;
@@ -95,13 +96,15 @@ interface Parts {
   /** The store the gateway opened itself (Redis), and so closes; not one it was given. */
   readonly ownStore: KeyStore | undefined;
   readonly proxy: UpstreamProxy;
+  readonly rateLimits: RateLimits;
 }
 
 /** Connects the key store and listens. */
 export async function startGateway(config: Config, { logger, policy: initialPolicy, keyStore, worker = false, shadowPolicy }: StartOptions): Promise<RunningGateway> {
   const metrics = createMetrics({ shadow: shadowPolicy !== undefined });
   let shadow = shadowPolicy;
-  const policy = new CurrentPolicy(initialPolicy, metrics);
+  const rateLimits = openRateLimits(config, keyStore === undefined, metrics, logger);
+  const policy = new CurrentPolicy(initialPolicy, metrics, rateLimits);
   const ownStore = keyStore === undefined ? openRedisStore(config, logger) : undefined;
   const resolver = createResolver(config, keyStore ?? ownStore!, metrics);
   const collectYoung = youngCollector();
@@ -124,6 +127,8 @@ export async function startGateway(config: Config, { logger, policy: initialPoli
     logger,
     metrics,
     acquirerMaxInFlight: config.acquirerMaxInFlight,
+    rateLimiter: rateLimits,
+    rateLimitFailClosed: config.rateLimitFail === 'closed',
     shadowPolicy: shadow === undefined ? undefined : () => shadow!,
   });
   const http = createGatewayServer(config, app, { metrics, logger });
@@ -132,7 +137,7 @@ export async function startGateway(config: Config, { logger, policy: initialPoli
   const admin = worker ? null : createAdminServer({ metrics: { contentType: metrics.registry.contentType, text: () => metrics.registry.metrics() }, readiness, token: config.adminToken });
   const { port, adminPort } = await listenBoth(http, admin, config);
   logListening(logger, config, { port, adminPort, policy: policy.get(), collectYoung: collectYoung !== undefined });
-  const parts: Parts = { config, logger, http, admin, resolver, ownStore, proxy };
+  const parts: Parts = { config, logger, http, admin, resolver, ownStore, proxy, rateLimits };
   let stopped: Promise<void> | undefined;
   return {
     port,
@@ -155,10 +160,12 @@ export async function startGateway(config: Config, { logger, policy: initialPoli
 class CurrentPolicy {
   #policy: CompiledPolicy;
   readonly #metrics: GatewayMetrics;
+  readonly #rateLimits: RateLimits;
 
-  constructor(policy: CompiledPolicy, metrics: GatewayMetrics) {
+  constructor(policy: CompiledPolicy, metrics: GatewayMetrics, rateLimits: RateLimits) {
     this.#policy = policy;
     this.#metrics = metrics;
+    this.#rateLimits = rateLimits;
     this.use(policy);
   }
 
@@ -166,6 +173,7 @@ class CurrentPolicy {
 
   use(next: CompiledPolicy): void {
     this.#policy = next;
+    this.#rateLimits.use(next);
     this.#metrics.policyInfo.reset();
     this.#metrics.policyInfo.set({ hash: next.contentHash }, 1);
   }
@@ -191,6 +199,20 @@ function openRedisStore(config: Config, logger: Logger): RedisKeyStore {
       const leftOut = heldBack.count > 0 ? { same_problems_unwritten: heldBack.count, unwritten_after_ms_ago: heldBack.lastWrittenMsAgo } : {};
       logger.event('key_store_problem', { err, context, ...leftOut });
     },
+  });
+}
+
+/** The keys' budgets (RATE_LIMIT_STORE), in the gateway's Redis unless it was given a store of its own. */
+function openRateLimits(config: Config, inRedis: boolean, metrics: GatewayMetrics, logger: Logger): RateLimits {
+  const problem = lineThrottle(KEY_STORE_PROBLEM_EVERY_MS);
+  return new RateLimits({
+    store: config.rateLimitStore,
+    redis: inRedis ? { target: redisTarget(config), prefix: config.redisKeyPrefix, commandTimeoutMs: config.redisCommandTimeoutMs } : undefined,
+    onStoreError: (err, context) => {
+      metrics.rateLimitStoreErrors.inc({ context });
+      if (problem(`${context}\u0000${err instanceof Error ? err.message : String(err)}`) !== null) logger.event('rate_limit_store_problem', { err, context });
+    },
+    onInstances: (count) => metrics.rateLimitInstances.set(count),
   });
 }
 
@@ -246,7 +268,7 @@ function logListening(logger: Logger, config: Config, { port, adminPort, policy,
 }
 
 /** The drain: requests in flight get SHUTDOWN_TIMEOUT_MS, then what is still open is cut. */
-async function shutdown({ config, logger, http, admin, resolver, ownStore, proxy }: Parts): Promise<void> {
+async function shutdown({ config, logger, http, admin, resolver, ownStore, proxy, rateLimits }: Parts): Promise<void> {
   const { server, answers } = http;
   answers.drain();
   logger.event('shutting_down', { deadline_ms: config.shutdownTimeoutMs });
@@ -264,6 +286,7 @@ async function shutdown({ config, logger, http, admin, resolver, ownStore, proxy
   clearTimeout(deadline);
   resolver.close();
   proxy.close();
+  await rateLimits.close();
   await ownStore?.close();
   if (admin !== null) {
     admin.closeAllConnections();

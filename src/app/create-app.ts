@@ -9,6 +9,7 @@ import { createPipeline } from './pipeline.js';
 import { createShadowObserver } from './shadow-observer.js';
 import type { CompiledPolicy } from '../policy/compile.js';
 import type { UpstreamProxy } from '../proxy/create-proxy.js';
+import type { RateLimiter } from '../limits/rate-limiter.js';
 import './request-context.js';
 
 export interface AppDeps {
@@ -22,6 +23,10 @@ export interface AppDeps {
   readonly metrics: GatewayMetrics;
   /** ACQUIRER_MAX_IN_FLIGHT (the dispatch step's default when absent). */
   readonly acquirerMaxInFlight?: number | undefined;
+  /** Where the keys' budgets are kept (RATE_LIMIT_STORE); absent: no rate is judged. */
+  readonly rateLimiter?: RateLimiter | undefined;
+  /** RATE_LIMIT_FAIL=closed. */
+  readonly rateLimitFailClosed?: boolean | undefined;
   /** The shadow policy now (POLICY_SHADOW_FILE); absent: no shadow, and no work for one. */
   readonly shadowPolicy?: (() => CompiledPolicy) | undefined;
 }
@@ -34,7 +39,7 @@ export function createApp(deps: AppDeps): Express {
   app.disable('etag');
   app.set('query parser', false);
 
-  const steps = createPipeline({ resolver: deps.resolver, trustedProxies: deps.trustedProxies, proxy: deps.proxy.forward, acquirerMaxInFlight: deps.acquirerMaxInFlight });
+  const steps = createPipeline({ ...deps, proxy: deps.proxy.forward });
   // Each step is a layer of Express's router: a runner of their own measured no faster (docs/performance.md).
   const { shadowPolicy } = deps;
   const shadow = shadowPolicy === undefined ? undefined : createShadowObserver({ shadow: shadowPolicy, metrics: deps.metrics, logger: deps.logger });

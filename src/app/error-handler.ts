@@ -31,7 +31,7 @@ export function createErrorHandler(logger: Logger, now: () => number = () => per
     if (err instanceof GatewayError) {
       res.locals.errorCode = err.code;
       if (err.status >= 500) logFailure(err);
-      sendError(res, err.status, res.locals.requestId);
+      sendError(res, err.status, res.locals.requestId, err.headers);
       return;
     }
     res.locals.errorCode = 'INTERNAL';

@@ -6,12 +6,13 @@ import { createApiKeyAuth } from '../plugins/api-key-auth/index.js';
 import { createDispatch } from '../plugins/dispatch/index.js';
 import { createIpWhitelist } from '../plugins/ip-whitelist/index.js';
 import { createPermissions } from '../plugins/permissions/index.js';
+import { createRateLimit, type RateLimitDeps } from '../plugins/rate-limit/index.js';
 import { createRequestBody } from '../plugins/request-body/index.js';
 import { createRequestGuard } from '../plugins/request-guard/index.js';
 import { createRequestShape } from '../plugins/request-shape/index.js';
 import { createRouteMatch } from '../plugins/route-match/index.js';
 
-export interface PipelineDeps {
+export interface PipelineDeps extends RateLimitDeps {
   readonly resolver: KeyResolver;
   readonly trustedProxies: IpAllowlist | null;
   readonly proxy: RequestHandler;
@@ -22,8 +23,8 @@ export interface PipelineDeps {
 /**
  * The one ordered list of steps every request goes through. The order is the API's contract
  * (authenticate, client address, route, permission, what the route takes as far as the head shows,
- * the acquirer's share, the body, serve or proxy), after a guard against ambiguous framing; a unit
- * test pins it.
+ * the key's rate, the acquirer's share, the body, serve or proxy), after a guard against ambiguous
+ * framing; a unit test pins it.
  */
 export function createPipeline(deps: PipelineDeps): RequestHandler[] {
   return [
@@ -33,6 +34,7 @@ export function createPipeline(deps: PipelineDeps): RequestHandler[] {
     createRouteMatch(),
     createPermissions(),
     createRequestShape(),
+    createRateLimit(deps),
     createAcquirerShare(deps),
     createRequestBody(),
     createDispatch(deps),

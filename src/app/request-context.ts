@@ -28,6 +28,8 @@ declare global {
       upstream?: import('../proxy/exchange.js').Exchange;
       /** Set when the upstream's status was replaced by a gateway error. */
       upstreamStatus?: number;
+      /** The RateLimit fields for an answer the key's budget allowed (plugins/rate-limit). */
+      rateLimitHeaders?: Readonly<Record<string, string>>;
     }
   }
 }
@@ -54,6 +56,7 @@ export function createRequestLocals(policy: CompiledPolicy, requestId: string, s
     body: undefined,
     upstream: undefined,
     upstreamStatus: undefined,
+    rateLimitHeaders: undefined,
   };
   return locals as Express.Locals;
 }

@@ -149,6 +149,22 @@ export const CONFIG_FIELDS = {
       'Requests of one acquirer (all its keys) under way at once, at most, in each process (with `WORKERS`, each worker): from the reading of a request body to the end of the answer. `half`: half of `UPSTREAM_MAX_SOCKETS`, rounded up (128 with the defaults); a count may not be more than `UPSTREAM_MAX_SOCKETS`. One more is answered 429 `{"message":"Too many requests"}` with `Retry-After: 1`, before its body is read and before the upstream is asked. A download a client reads slowly, or not at all, holds a pooled upstream connection until the stall watch cuts it, and a body sent slowly holds memory: a share keeps one acquirer\'s clients from holding all of the pool, or memory for a body on every connection, and making every other acquirer\'s requests wait and time out. The share is given back when the client\'s response ends; an error answer whose upstream body is still being read and thrown away (at most 64 KiB or 1 s) holds its connection a little longer.',
     schema: shareOfPool,
   }),
+  rateLimitStore: field({
+    env: 'RATE_LIMIT_STORE',
+    default: 'local',
+    summary: 'where keys\' rates are counted: local or redis',
+    description:
+      'Where the rates a policy declares (docs/policy.md, "Rate limits") are counted. `local`: in each process, with no Redis call on a request\'s path; each gateway lets a key through at the rate divided by the gateways live (each says so in Redis every 2 s, and counts the others in the background), which is the rate itself when the load balancer spreads a key\'s requests evenly. `redis`: exact for the whole fleet, one Redis round trip (one script) per limited request; needs Redis (not the embedded key store). A policy without rates costs nothing either way: no connection is opened for them.',
+    schema: z.enum(['local', 'redis'], 'must be local or redis'),
+  }),
+  rateLimitFail: field({
+    env: 'RATE_LIMIT_FAIL',
+    default: 'open',
+    summary: 'with RATE_LIMIT_STORE=redis down: open (allow) or closed (503)',
+    description:
+      'With `RATE_LIMIT_STORE=redis`, what a request is told when Redis does not answer its rate within `REDIS_COMMAND_TIMEOUT_MS`: `open`, let through (counted in `acquirer_gateway_rate_limit_store_errors_total` and logged as `rate_limit_store_problem`), so that an outage of the counter does not become an outage of the API; `closed`, refused with 503 `{"message":"Service unavailable"}`.',
+    schema: z.enum(['open', 'closed'], 'must be open or closed'),
+  }),
   redisCommandTimeoutMs: field({
     env: 'REDIS_COMMAND_TIMEOUT_MS',
     default: String(DEFAULT_REDIS_COMMAND_TIMEOUT_MS),

@@ -48,6 +48,8 @@ export type DenialReason =
   | 'tenant_field'
   | 'request_timeout'
   | 'too_many_in_flight'
+  | 'rate_limited'
+  | 'rate_limit_unavailable'
   | 'key_store_unavailable'
   | 'upstream_status'
   | 'upstream_unreachable'
@@ -146,6 +148,16 @@ export const ERROR_CODES = {
     status: 429,
     reason: 'too_many_in_flight',
     description: 'The acquirer already has ACQUIRER_MAX_IN_FLIGHT requests under way in this process (a body being read, or proxied); sent with Retry-After: 1.',
+  },
+  RATE_LIMITED: {
+    status: 429,
+    reason: 'rate_limited',
+    description: "The key has used its route's rate (the policy's rate_limits); sent with Retry-After and the RateLimit and RateLimit-Policy headers.",
+  },
+  RATE_LIMIT_UNAVAILABLE: {
+    status: 503,
+    reason: 'rate_limit_unavailable',
+    description: 'RATE_LIMIT_STORE=redis with RATE_LIMIT_FAIL=closed, and Redis did not answer the rate limit in time.',
   },
   KEY_STORE_UNAVAILABLE: {
     status: 503,

@@ -12,7 +12,7 @@ const CONTENT_TYPE = 'application/json; charset=utf-8';
  */
 const CHALLENGE = { 'www-authenticate': 'Bearer' };
 
-/** A 429 says when to try again (RFC 6585 §4): the requests it waits for are usually done by then. */
+/** A 429 says when to try again (RFC 6585 §4): the requests it waits for are usually done by then; a rate limit's says its own. */
 const RETRY_AFTER = { 'retry-after': '1' };
 
 /** Precomputed once: the exact bytes and headers for each error status. */
@@ -30,13 +30,14 @@ export function errorBody(status: ErrorStatus): Buffer {
 }
 
 /**
- * Writes the documented error response for `status`, with the request's id (and a 416's `Content-Range`). The only place an error
+ * Writes the documented error response for `status`, with the request's id, and `extra` headers (a
+ * 416's `Content-Range`, a rate limit's `Retry-After` and `RateLimit`). The only place an error
  * becomes bytes on the wire: any header set earlier on `res` is dropped, so a response is identical
  * whoever produced it.
  * When the headers already went out (a failure mid-stream), the connection is cut instead
  * (cutResponse), so the client sees a truncated response rather than a silently short one.
  */
-export function sendError(res: ServerResponse, status: ErrorStatus, requestId: string, contentRange?: string): void {
+export function sendError(res: ServerResponse, status: ErrorStatus, requestId: string, extra?: Readonly<Record<string, string>>): void {
   if (res.headersSent) {
     cutResponse(res);
     return;
@@ -50,8 +51,7 @@ export function sendError(res: ServerResponse, status: ErrorStatus, requestId: s
   if (req !== undefined && !req.complete && declaresBody(req.headers)) closeAfterAnswer(res);
   for (const name of res.getHeaderNames()) res.removeHeader(name);
   const headers = { ...response.headers, 'x-request-id': requestId };
-  // A 416 says how long the representation is (RFC 9110 §15.5.17), so the client can ask again.
-  res.writeHead(status, contentRange === undefined ? headers : { ...headers, 'content-range': contentRange });
+  res.writeHead(status, extra === undefined ? headers : { ...headers, ...extra });
   res.end(response.body);
 }
 

@@ -2,7 +2,8 @@
  * @module
  * What the gateway keeps in Redis, under REDIS_KEY_PREFIX: `key:<hash>` → the record (JSON),
  * `id:<id>` → the hash, `ids` → the set of ids, `peppered` → the ids whose record is stored under
- * the peppered hash (key-hash.ts), and the channel of change notices. A record read
+ * the peppered hash (key-hash.ts), the channel of change notices, and the rate limits' own:
+ * `instances` (the live gateways) and `rate:<id>:<budget>` (a budget's TAT). A record read
  * back is checked as strictly as when it was written.
  */
 import { z } from 'zod';
@@ -59,6 +60,8 @@ export class RedisLayout {
   readonly peppered: string;
   /** The change counter (change-counter.ts). */
   readonly version: string;
+  /** The live gateways, by when each last said so (limits/instance-count.ts). */
+  readonly instances: string;
 
   constructor(prefix: string, db: number) {
     this.prefix = prefix;
@@ -66,6 +69,12 @@ export class RedisLayout {
     this.ids = `${prefix}ids`;
     this.peppered = `${prefix}peppered`;
     this.version = `${prefix}version`;
+    this.instances = `${prefix}instances`;
+  }
+
+  /** A key's budget with RATE_LIMIT_STORE=redis (limits/redis-rate-limiter.ts): its TAT, expiring when whole. */
+  rateBudget(keyId: string, budget: string): string {
+    return `${this.prefix}rate:${keyId}:${budget}`;
   }
 
   recordKey(hash: string): string {

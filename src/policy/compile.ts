@@ -4,6 +4,7 @@ import { UNMATCHED_ROUTE } from '../observability/metrics/labels.js';
 import { mapUpstreamStatus, NEVER_PASSED_ON } from '../errors/upstream-status.js';
 import { UNCHECKED_QUERY, type PolicyDocument } from './schema.js';
 import { compileValueType, valueCheck, type ValueType } from './value-types.js';
+import { compileRateLimit, DEFAULT_BUDGET, type RateLimit } from './rate-limit.js';
 import { compileTemplate, overlappingPath, TemplateError, type CompiledTemplate } from './template.js';
 
 export interface Permission {
@@ -36,6 +37,8 @@ export interface CompiledRoute {
   readonly body: BodyRule | undefined;
   readonly permissions: readonly string[];
   readonly serve: 'permission_catalogue' | undefined;
+  /** The rate a key is held to here: the route's own, or the policy's default; undefined: none. */
+  readonly rateLimit: RateLimit | undefined;
 }
 
 export interface CompiledPolicy {
@@ -96,7 +99,8 @@ export function compilePolicy(doc: PolicyDocument, contentHash: string): Compile
     permissionNames.add(permission.name);
   });
   const upstreamStatusMap = compileStatusMap(doc.upstream_status_map, problem);
-  const routes = compileRoutes(doc.routes, permissionNames, problem);
+  const defaultRate = doc.rate_limits && compileRateLimit(DEFAULT_BUDGET, doc.rate_limits.default);
+  const routes = compileRoutes(doc.routes, permissionNames, defaultRate, problem);
   if (problems.length > 0) return { ok: false, problems };
 
   const routesByMethod = new Map<string, CompiledRoute[]>();
@@ -143,7 +147,7 @@ function compileStatusMap(map: PolicyDocument['upstream_status_map'], problem: P
 }
 
 /** Each route checked on its own, then against every earlier route of its method (duplicate or ambiguous). */
-function compileRoutes(declared: PolicyDocument['routes'], permissionNames: ReadonlySet<string>, problem: Problem): CompiledRoute[] {
+function compileRoutes(declared: PolicyDocument['routes'], permissionNames: ReadonlySet<string>, defaultRate: RateLimit | undefined, problem: Problem): CompiledRoute[] {
   const routes: CompiledRoute[] = [];
   const routeIndexes: number[] = [];
   const seenIds = new Map<string, number>();
@@ -159,6 +163,7 @@ function compileRoutes(declared: PolicyDocument['routes'], permissionNames: Read
     if (route.serve === 'permission_catalogue' && route.method !== 'GET') problem(['routes', i, 'method'], 'the permission catalogue is served for GET only');
     if (route.body !== undefined && (route.method === 'GET' || route.method === 'HEAD')) problem(['routes', i, 'body'], `a ${route.method} request has no body the upstream would read (RFC 9110 §9.3.1): declare none`);
     if (route.body !== undefined && route.serve !== undefined) problem(['routes', i, 'body'], 'a route the gateway answers itself takes no body');
+    if (route.rate_limit !== undefined && route.id === DEFAULT_BUDGET) problem(['routes', i, 'id'], `"${DEFAULT_BUDGET}" names the default rate in the RateLimit headers: a route with a rate of its own needs another id`);
     const query = declaredQuery(route, i, problem);
     const params = Object.fromEntries(Object.entries(route.params ?? {}).map(([name, spec]) => [name, compileValueType(spec)]));
     for (const [name, type] of Object.entries(params)) {
@@ -174,7 +179,8 @@ function compileRoutes(declared: PolicyDocument['routes'], permissionNames: Read
     routes.forEach((other, j) => checkOverlap(route, i, template, other, routeIndexes[j]!, problem));
     routeIndexes.push(i);
     const body = route.body && { contentTypes: new Set(route.body.content_types), maxBytes: route.body.max_bytes };
-    routes.push({ id: route.id, method: route.method, path: route.path, template, query, body, permissions: route.permissions, serve: route.serve });
+    const rateLimit = route.rate_limit === undefined ? defaultRate : compileRateLimit(route.id, route.rate_limit);
+    routes.push({ id: route.id, method: route.method, path: route.path, template, query, body, permissions: route.permissions, serve: route.serve, rateLimit });
   });
   return routes;
 }

@@ -1,5 +1,6 @@
 import { EXPLAINED_STATUSES, mapUpstreamStatus } from '../errors/upstream-status.js';
 import type { BodyRule, CompiledPolicy, CompiledRoute } from './compile.js';
+import type { RateLimit } from './rate-limit.js';
 import { valueTakesAllOf } from './value-types.js';
 
 const EXPLAINED = 'with its own JSON body';
@@ -76,6 +77,8 @@ export function diffPolicies(oldPolicy: CompiledPolicy, newPolicy: CompiledPolic
     const queryNote = queryChange(before.query, route.query);
     if (queryNote !== null) notes.push(queryNote);
     notes.push(...bodyChanges(before.body, route.body));
+    const rateNote = rateChange(before.rateLimit, route.rateLimit);
+    if (rateNote !== null) notes.push(rateNote);
     if (notes.length > 0) changed.push(`- ${code(routeKey(route))}: ${notes.join('; ')}`);
   }
   section('Routes changed', changed);
@@ -166,6 +169,20 @@ function bodyChanges(before: BodyRule | undefined, after: BodyRule | undefined):
   return notes;
 }
 
+/** A key's rate on a route as a reviewer reads it, and whose budget it is. */
+function describeRate(rate: RateLimit | undefined): string {
+  return rate === undefined ? 'none' : `${rate.perSecond}/s, burst ${rate.burst} (${rate.budget === 'default' ? 'default' : 'own'})`;
+}
+
+/** What changed in a key's rate on a route; null when nothing did. None, a faster rate or a larger burst loosens it. */
+function rateChange(before: RateLimit | undefined, after: RateLimit | undefined): string | null {
+  const [was, now] = [describeRate(before), describeRate(after)];
+  if (was === now) return null;
+  const looser = after === undefined || (before !== undefined && (after.perSecond > before.perSecond || after.burst > before.burst));
+  const text = `rate per key ${code(now)} (was ${code(was)})`;
+  return looser ? `**${text}: loosens what reaches the upstream**` : text;
+}
+
 /** What changed in the query a route takes; null when nothing did. Taking more, or any, loosens it. */
 function queryChange(before: CompiledRoute['query'], after: CompiledRoute['query']): string | null {
   const was = describeQuery(before);
@@ -186,13 +203,13 @@ function queryChange(before: CompiledRoute['query'], after: CompiledRoute['query
 export function routeTable(policy: CompiledPolicy): string {
   const rows = policy.routes.map((r) => {
     const params = r.template.segments.flatMap((s) => (s.kind === 'param' ? [`${s.name}: ${s.type.text}`] : []));
-    return `| ${code(r.id)} | ${r.method} | ${code(r.path)} | ${params.join(', ') || '–'} | ${describeQuery(r.query)} | ${describeBody(r.body)} | ${list(r.permissions)} | ${r.serve ? 'gateway' : 'upstream'} |`;
+    return `| ${code(r.id)} | ${r.method} | ${code(r.path)} | ${params.join(', ') || '–'} | ${describeQuery(r.query)} | ${describeBody(r.body)} | ${list(r.permissions)} | ${r.rateLimit === undefined ? '–' : describeRate(r.rateLimit)} | ${r.serve ? 'gateway' : 'upstream'} |`;
   });
   return [
     `Acquirer header: ${code(policy.acquirerHeader)}; tenant fields ${[...policy.tenantFields].map(code).join(', ') || 'none'}; policy sha256 ${policy.contentHash}`,
     '',
-    '| route | method | path | parameters | query | body | permissions (all required) | answered by |',
-    '|---|---|---|---|---|---|---|---|',
+    '| route | method | path | parameters | query | body | permissions (all required) | rate per key | answered by |',
+    '|---|---|---|---|---|---|---|---|---|',
     ...rows,
     '',
   ].join('\n');

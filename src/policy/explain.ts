@@ -8,7 +8,7 @@ import { ERROR_CODES, type ErrorCode, type ErrorStatus } from '../errors/codes.j
 import { errorBody } from '../errors/error-response.js';
 import type { IpAddress, IpAllowlist } from '../net/ip-allowlist.js';
 import type { CompiledPolicy, CompiledRoute } from './compile.js';
-import { queryRefusal, type QueryRefusal } from './match-query.js';
+import { describeQueryRefusal, queryRefusal } from './match-query.js';
 import { matchRoute } from './match-route.js';
 import { missingPermissions } from './route-access.js';
 
@@ -35,7 +35,7 @@ export interface ExplainedRequest {
 }
 
 /** The pipeline's steps explain can speak of, by their names there (the request guard aside). */
-export type StepName = 'apiKeyAuth' | 'ipWhitelist' | 'routeMatch' | 'permissions' | 'requestShape' | 'acquirerShare' | 'requestBody' | 'dispatch';
+export type StepName = 'apiKeyAuth' | 'ipWhitelist' | 'routeMatch' | 'permissions' | 'requestShape' | 'rateLimit' | 'acquirerShare' | 'requestBody' | 'dispatch';
 
 export interface Step {
   readonly step: StepName;
@@ -47,10 +47,30 @@ export interface Step {
   readonly unless?: string;
 }
 
+/** A header the upstream receives, as the gateway sets it. */
+export interface UpstreamHeader {
+  readonly name: string;
+  readonly value: string;
+}
+
+/**
+ * The headers ACQUIRER_SIGNING_SECRET adds to a forwarded request (the key id and the signature), as
+ * the proxy computes them for `method`, `target` and `key`, now. Given by the caller: policy/ knows
+ * nothing of the proxy or its secrets.
+ */
+export type UpstreamSigning = (method: string, target: string, key: { readonly id: string; readonly acquirerId: string }) => readonly UpstreamHeader[];
+
 export type Verdict =
   | { readonly kind: 'refused'; readonly step: StepName; readonly code: ErrorCode; readonly status: ErrorStatus; readonly body: string }
   | { readonly kind: 'served'; readonly status: 200; readonly body: string }
-  | { readonly kind: 'forwarded'; readonly method: string; readonly target: string; readonly header: { readonly name: string; readonly value: string } };
+  | {
+      readonly kind: 'forwarded';
+      readonly method: string;
+      readonly target: string;
+      readonly header: UpstreamHeader;
+      /** With ACQUIRER_SIGNING_SECRET: the key id and signature headers, as computed when explained. */
+      readonly signed?: readonly UpstreamHeader[];
+    };
 
 export interface Explanation {
   readonly steps: readonly Step[];
@@ -94,20 +114,23 @@ class Judge {
 /**
  * Judges `request` as the gateway would for `key` under `policy`, up to the step that decides it.
  * Steps that need what explain does not have (the client's address without `from`, the body, the
- * load) are said to be not judged, with the refusal each could still give.
+ * load) are said to be not judged, with the refusal each could still give. `sign`: the gateway signs
+ * what it forwards (ACQUIRER_SIGNING_SECRET), and a forwarded verdict lists those headers too.
  * @example explainRequest(policy, key, { method: 'GET', target: '/v1/acquirer/eod_statements?page=2' })
  */
-export function explainRequest(policy: CompiledPolicy, key: ExplainedKey, request: ExplainedRequest): Explanation {
+export function explainRequest(policy: CompiledPolicy, key: ExplainedKey, request: ExplainedRequest, sign?: UpstreamSigning): Explanation {
   const judge = new Judge();
   const { steps } = judge;
   let route: CompiledRoute;
+  let valid: ValidKey;
   try {
-    const valid = judgeKey(key, judge);
+    valid = judgeKey(key, judge);
     judgeAddress(valid, request.from, judge);
     route = judgeRoute(policy, request, judge);
     judgePermissions(valid, route, judge);
     judgeQuery(route, request.target, judge);
     judgeBodyHead(route, judge);
+    judgeRate(route, valid, judge);
     judgeShare(route, valid, judge);
     judgeBody(policy, route, judge);
   } catch (err) {
@@ -120,8 +143,10 @@ export function explainRequest(policy: CompiledPolicy, key: ExplainedKey, reques
     steps.push({ step: 'dispatch', title: 'answer', outcome: 'passes', says: 'answered by the gateway itself: the permission catalogue; nothing goes upstream' });
     return { steps, verdict: { kind: 'served', status: 200, body: policy.catalogueBody.toString() } };
   }
-  steps.push({ step: 'dispatch', title: 'answer', outcome: 'passes', says: 'proxied upstream: the request-target exactly as sent, the acquirer header set from the key' });
-  return { steps, verdict: { kind: 'forwarded', method: request.method, target: request.target, header: { name: policy.acquirerHeader, value: key.acquirerId } } };
+  const signing = sign === undefined ? '' : ', signed (ACQUIRER_SIGNING_SECRET)';
+  steps.push({ step: 'dispatch', title: 'answer', outcome: 'passes', says: `proxied upstream: the request-target exactly as sent, the acquirer header set from the key${signing}` });
+  const forwarded = { kind: 'forwarded', method: request.method, target: request.target, header: { name: policy.acquirerHeader, value: key.acquirerId } } as const;
+  return { steps, verdict: sign === undefined ? forwarded : { ...forwarded, signed: sign(request.method, request.target, valid) } };
 }
 
 type ValidKey = Extract<ExplainedKey, { kind: 'valid' }>;
@@ -134,6 +159,7 @@ const ORDER: readonly (readonly [StepName, string])[] = [
   ['permissions', 'permission'],
   ['requestShape', 'query'],
   ['requestShape', 'body (head)'],
+  ['rateLimit', 'rate'],
   ['acquirerShare', "acquirer's share"],
   ['requestBody', 'body'],
   ['dispatch', 'answer'],
@@ -216,24 +242,9 @@ function judgeQuery(route: CompiledRoute, target: string, judge: Judge): void {
   }
   const declared = route.query.size === 0 ? 'none' : [...route.query].map(([name, param]) => `${name}: ${param.type.text}`).join(', ');
   const refusal = queryRefusal(route, target);
-  if (refusal !== null) judge.refuse({ step, title, says: `${queryProblem(refusal)} (the route takes ${declared})` }, 'QUERY_NOT_ALLOWED');
+  if (refusal !== null) judge.refuse({ step, title, says: `${describeQueryRefusal(refusal)} (the route takes ${declared})` }, 'QUERY_NOT_ALLOWED');
   const given = target.includes('?') ? 'every parameter declared and of its type, none too often' : 'none given';
   judge.note({ step, title, outcome: 'passes', says: `${given} (the route takes ${declared})` });
-}
-
-function queryProblem(refusal: QueryRefusal): string {
-  switch (refusal.kind) {
-    case 'no_value':
-      return refusal.pair === '' ? 'an empty pair (`&&`, or `&` at an end)' : `${JSON.stringify(refusal.pair)} has no "=": each parameter is name=value`;
-    case 'undecodable':
-      return `${JSON.stringify(refusal.raw)} cannot be decoded: a % that is no escape, or bytes that are not UTF-8`;
-    case 'undeclared':
-      return `${refusal.name} is not a parameter of the route`;
-    case 'bad_value':
-      return `${refusal.name}: ${JSON.stringify(refusal.value)} is not ${refusal.type}`;
-    case 'too_often':
-      return `${refusal.name} is given more than ${refusal.maxCount === 1 ? 'once' : `${refusal.maxCount} times`}`;
-  }
 }
 
 /** Step 5 (request-shape), the body as a request's head shows it: the one the route takes, or none. */
@@ -251,7 +262,16 @@ function judgeBodyHead(route: CompiledRoute, judge: Judge): void {
   });
 }
 
-/** Step 6 (acquirer-share): depends on the requests under way, which explain cannot see. */
+/** Step 6 (rate-limit): the budget the key takes from; whether any is left, explain cannot see. */
+function judgeRate(route: CompiledRoute, key: ValidKey, judge: Judge): void {
+  const [step, title, rate] = ['rateLimit', 'rate', route.rateLimit] as const;
+  if (rate === undefined) return judge.note({ step, title, outcome: 'passes', says: 'the policy declares no rate for the route' });
+  const budget = rate.budget === 'default' ? "the policy's default budget (rate_limits.default)" : "the route's own budget";
+  const says = `${key.id} may make ${rate.perSecond}/s with a burst of ${rate.burst}, from ${budget}`;
+  judge.note({ step, title, outcome: 'not judged', says, unless: `over it: ${answerOf('RATE_LIMITED')}, with Retry-After` });
+}
+
+/** Step 7 (acquirer-share): depends on the requests under way, which explain cannot see. */
 function judgeShare(route: CompiledRoute, key: ValidKey, judge: Judge): void {
   const step = 'acquirerShare';
   const title = "acquirer's share";
@@ -263,7 +283,7 @@ function judgeShare(route: CompiledRoute, key: ValidKey, judge: Judge): void {
   });
 }
 
-/** Step 7 (request-body): read whole and checked as JSON. */
+/** Step 8 (request-body): read whole and checked as JSON. */
 function judgeBody(policy: CompiledPolicy, route: CompiledRoute, judge: Judge): void {
   const step = 'requestBody';
   const title = 'body';

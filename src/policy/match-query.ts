@@ -71,3 +71,19 @@ export function decodeComponent(raw: string): string | null {
     return null;
   }
 }
+
+/** Why a query is refused, in words (`policy explain`). */
+export function describeQueryRefusal(refusal: QueryRefusal): string {
+  switch (refusal.kind) {
+    case 'no_value':
+      return refusal.pair === '' ? 'an empty pair (`&&`, or `&` at an end)' : `${JSON.stringify(refusal.pair)} has no "=": each parameter is name=value`;
+    case 'undecodable':
+      return `${JSON.stringify(refusal.raw)} cannot be decoded: a % that is no escape, or bytes that are not UTF-8`;
+    case 'undeclared':
+      return `${refusal.name} is not a parameter of the route`;
+    case 'bad_value':
+      return `${refusal.name}: ${JSON.stringify(refusal.value)} is not ${refusal.type}`;
+    case 'too_often':
+      return `${refusal.name} is given more than ${refusal.maxCount === 1 ? 'once' : `${refusal.maxCount} times`}`;
+  }
+}

@@ -67,6 +67,20 @@ export const UNCHECKED_QUERY = 'any';
 
 export const DEFAULT_TENANT_FIELDS = ['acquirer_id', 'acquirer'] as const;
 
+/** Largest rate a limit may declare; beyond it a limit would cost more than it protects. */
+export const MAX_RATE_PER_SECOND = 1_000_000;
+
+export const rateLimitSchema = z
+  .strictObject({
+    per_second: z
+      .number()
+      .positive()
+      .max(MAX_RATE_PER_SECOND)
+      .describe('Requests per second one key may make, sustained; a fraction for slower (0.2: one every 5 s).'),
+    burst: z.number().int().min(1).max(MAX_RATE_PER_SECOND).describe('Requests one key may make at once, after a pause; at least 1.'),
+  })
+  .refine((rate) => !(rate.per_second > 0) || rate.burst / rate.per_second <= 86_400, 'burst / per_second is more than a day: a bucket that slow to fill is a quota, not a rate');
+
 export const routeSchema = z.strictObject({
   id: z
     .string()
@@ -94,6 +108,9 @@ export const routeSchema = z.strictObject({
     .enum(SERVED_BY_GATEWAY)
     .optional()
     .describe('Answered by the gateway itself instead of the upstream.'),
+  rate_limit: rateLimitSchema
+    .optional()
+    .describe("This route's own rate per key, counted apart from the default's (docs/policy.md, \"Rate limits\"). Absent: the policy's `rate_limits.default`, if any."),
 });
 
 export const policySchema = z.strictObject({
@@ -112,6 +129,10 @@ export const policySchema = z.strictObject({
     .array(z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'a member name of 1 to 64 of A-Z a-z 0-9 _ . -'))
     .default([...DEFAULT_TENANT_FIELDS])
     .describe(`Member names a request body may not hold at any depth, in any case: they would name the tenant, which only the acquirer header does. Default ${DEFAULT_TENANT_FIELDS.join(', ')}.`),
+  rate_limits: z
+    .strictObject({ default: rateLimitSchema.describe('Each key\'s rate over every route without a `rate_limit` of its own, counted together.') })
+    .optional()
+    .describe('Rates per key (docs/policy.md, "Rate limits"); over one: 429. Absent: no rate is limited.'),
   permissions: z.array(permissionSchema).min(1).describe('The permission catalogue.'),
   routes: z.array(routeSchema).min(1).describe('The routes; anything else is 404.'),
 });

@@ -4,7 +4,7 @@
  * faithfully, an error status replaced by the gateway's own answer, otherwise its allowed headers
  * and its body, streamed with backpressure.
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Response } from 'express';
 import { noteBodyEndsWithConnection, sendError } from '../errors/error-response.js';
 import { TooManyHeaderLinesError, UnsupportedTransferCodingError } from '../errors/upstream-errors.js';
@@ -50,15 +50,17 @@ export function passAnswer(proxyRes: IncomingMessage, res: ServerResponse, ctx: 
   if (EXPLAINED_STATUSES.has(status) && !locals.policy.upstreamStatusMap.has(status)) {
     exchange.proxyRes = proxyRes;
     ctx.watch.streaming(exchange);
-    return passExplanation(proxyRes, res, status as 400 | 422, buildClientHeaders(status, proxyRes.headers, locals.requestId, ctx.address, locals.policy.acquirerHeader), ctx.address);
+    return passExplanation(proxyRes, res, status as 400 | 422, clientHeaders(status, proxyRes, locals, ctx), ctx.address);
   }
   const mapped = mapUpstreamStatus(status, locals.policy.upstreamStatusMap);
   if (mapped !== null) {
     discard(proxyRes);
     locals.upstreamStatus = status;
-    return sendError(res, mapped, locals.requestId, mapped === 416 ? unsatisfiedRange(proxyRes.headers) : undefined);
+    // A 416 says how long the representation is (RFC 9110 §15.5.17), so the client can ask again.
+    const range = mapped === 416 ? unsatisfiedRange(proxyRes.headers) : undefined;
+    return sendError(res, mapped, locals.requestId, range === undefined ? undefined : { 'content-range': range });
   }
-  const headers = buildClientHeaders(status, proxyRes.headers, locals.requestId, ctx.address, locals.policy.acquirerHeader);
+  const headers = clientHeaders(status, proxyRes, locals, ctx);
   // Written with the body's first byte or its end (forwardBody), not now: Node would hold the head
   // back until then anyway, and an upstream that fails before it can still be answered 502.
   const writeHead = (): boolean => {
@@ -79,6 +81,12 @@ export function passAnswer(proxyRes: IncomingMessage, res: ServerResponse, ctx: 
     return;
   }
   streamBody(proxyRes, res, writeHead, ctx);
+}
+
+/** The upstream's headers the client gets, with the key's RateLimit fields when its budget was judged. */
+function clientHeaders(status: number, proxyRes: IncomingMessage, locals: Express.Locals, ctx: AnswerContext): OutgoingHttpHeaders {
+  const headers = buildClientHeaders(status, proxyRes.headers, locals.requestId, ctx.address, locals.policy.acquirerHeader);
+  return locals.rateLimitHeaders === undefined ? headers : Object.assign(headers, locals.rateLimitHeaders);
 }
 
 /**

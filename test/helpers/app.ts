@@ -8,6 +8,7 @@ import { silentLogger } from '../../src/observability/logger/logger.js';
 import { createMetrics } from '../../src/observability/metrics/metrics.js';
 import type { IpAllowlist } from '../../src/net/ip-allowlist.js';
 import type { CompiledPolicy } from '../../src/policy/compile.js';
+import type { RateLimiter } from '../../src/limits/rate-limiter.js';
 import { newRecord } from './key-store-contract.js';
 import { shippedPolicy } from './policy.js';
 
@@ -29,6 +30,8 @@ export async function createTestApp(options: {
   policy?: CompiledPolicy;
   collectYoung?: () => void;
   acquirerMaxInFlight?: number;
+  rateLimiter?: RateLimiter;
+  rateLimitFailClosed?: boolean;
 }): Promise<TestApp> {
   const policy = options.policy ?? (await shippedPolicy());
   const store = new MemoryKeyStore();
@@ -52,6 +55,8 @@ export async function createTestApp(options: {
     logger: silentLogger,
     metrics,
     acquirerMaxInFlight: options.acquirerMaxInFlight,
+    rateLimiter: options.rateLimiter,
+    rateLimitFailClosed: options.rateLimitFailClosed,
   });
   return {
     app,

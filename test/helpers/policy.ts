@@ -28,3 +28,18 @@ export function queryUncheckedPolicyFile(): string {
   }
   return queryUnchecked;
 }
+
+/**
+ * The shipped policy with rates: `defaultRate` as `rate_limits.default`, and `downloadRate` as the
+ * statement download's own `rate_limit` (each a YAML flow mapping, `{ per_second: 1, burst: 2 }`).
+ */
+export function rateLimitedPolicyText({ defaultRate, downloadRate }: { defaultRate?: string; downloadRate?: string }): string {
+  let text = readFileSync(SHIPPED_POLICY_FILE, 'utf8');
+  const swap = (from: string, to: string) => {
+    if (!text.includes(from)) throw new Error(`the shipped policy changed: no ${JSON.stringify(from)}`);
+    text = text.replace(from, to);
+  };
+  if (defaultRate !== undefined) swap('\nroutes:\n', `\nrate_limits:\n  default: ${defaultRate}\n\nroutes:\n`);
+  if (downloadRate !== undefined) swap('    params: { statement_id: uuid }\n', `    params: { statement_id: uuid }\n    rate_limit: ${downloadRate}\n`);
+  return text;
+}

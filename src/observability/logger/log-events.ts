@@ -32,6 +32,8 @@ export const LOG_EVENTS = {
   upstream_unasked_bytes: event('error', 'the upstream sent bytes on an idle connection, an answer to no request; the connection was closed'),
   // Keys
   key_store_problem: event('warn', 'key store problem'),
+  // Rate limits
+  rate_limit_store_problem: event('warn', 'rate limits: Redis did not answer (RATE_LIMIT_FAIL says what a request is told)'),
   // The policy
   policy_reloaded: event('info', 'policy reloaded'),
   policy_reload_refused: event('error', 'policy reload refused; the running policy stays'),

@@ -25,6 +25,9 @@ export interface GatewayMetrics {
   readonly keyStoreUp: Gauge;
   readonly keyChangeNoticesUp: Gauge;
   readonly keyChangePropagation: Histogram;
+  readonly rateLimited: Counter<'route'>;
+  readonly rateLimitStoreErrors: Counter<'context'>;
+  readonly rateLimitInstances: Gauge;
   /** Registered (and on /metrics) only with a shadow policy (POLICY_SHADOW_FILE). */
   readonly shadowDisagreements: Counter<'route' | 'enforced' | 'shadow'>;
 }
@@ -108,6 +111,12 @@ function requestMetrics(registers: Registry[]) {
       labelNames: ['layer', 'result'],
       registers,
     }),
+    rateLimited: new Counter({
+      name: `${PREFIX}rate_limited_total`,
+      help: "Requests refused (429) because the key had used its route's rate, by route id.",
+      labelNames: ['route'],
+      registers,
+    }),
     connectionsDropped: new Counter({
       name: `${PREFIX}connections_dropped_total`,
       help: 'Client connections closed as they were accepted, because MAX_CONNECTIONS were open.',
@@ -184,6 +193,19 @@ function stateMetrics(registers: Registry[]) {
       help: 'From a key change notice published (keys update, keys disable) to this process dropping its cached copy, by the two hosts\' clocks.',
       buckets: PROPAGATION_BUCKETS,
       registers,
+    }),
+    rateLimitStoreErrors: new Counter({
+      name: `${PREFIX}rate_limit_store_errors_total`,
+      help: 'Rate limit calls Redis did not answer, by context: "rate limit" (a request judged by RATE_LIMIT_FAIL) or "instance count" (the last count stands).',
+      labelNames: ['context'],
+      registers,
+    }),
+    rateLimitInstances: new Gauge({
+      name: `${PREFIX}rate_limit_instances`,
+      help: 'Gateways live as this one last counted them (RATE_LIMIT_STORE=local, once a policy declares a rate): each lets a key through at its rate divided by this.',
+      registers,
+      // Several workers: each counts the whole fleet, itself and its siblings included.
+      aggregator: 'max',
     }),
   };
 }

@@ -12,7 +12,7 @@ export function createDispatch({ proxy }: DispatchDeps): RequestHandler {
   return function dispatch(req, res, next) {
     if (res.locals.route!.serve === 'permission_catalogue') {
       const body = res.locals.policy.catalogueBody;
-      res.writeHead(200, { 'content-type': JSON_CONTENT_TYPE, 'content-length': String(body.length), 'x-request-id': res.locals.requestId });
+      res.writeHead(200, { 'content-type': JSON_CONTENT_TYPE, 'content-length': String(body.length), 'x-request-id': res.locals.requestId, ...res.locals.rateLimitHeaders });
       res.end(body);
       return;
     }

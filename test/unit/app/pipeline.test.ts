@@ -7,7 +7,7 @@ import { createPipeline, failClosed } from '../../../src/app/pipeline.js';
 describe('the pipeline', () => {
   it('runs the steps in the order the API defines', () => {
     const steps = createPipeline({ resolver: new KeyResolver(new MemoryKeyStore()), trustedProxies: null, proxy: () => {} });
-    expect(steps.map((step) => step.name)).toEqual(['requestGuard', 'apiKeyAuth', 'ipWhitelist', 'routeMatch', 'permissions', 'requestShape', 'acquirerShare', 'requestBody', 'dispatch']);
+    expect(steps.map((step) => step.name)).toEqual(['requestGuard', 'apiKeyAuth', 'ipWhitelist', 'routeMatch', 'permissions', 'requestShape', 'rateLimit', 'acquirerShare', 'requestBody', 'dispatch']);
   });
 });
 

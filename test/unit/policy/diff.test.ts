@@ -218,12 +218,42 @@ describe('routeTable', () => {
   it('lists the effective routes of the shipped policy', async () => {
     const table = routeTable((await loadPolicyOrThrow('policies/acquirer-api.yaml')).policy);
     expect(table.split('\n').slice(2, 8)).toEqual([
-      '| route | method | path | parameters | query | body | permissions (all required) | answered by |',
-      '|---|---|---|---|---|---|---|---|',
-      '| `eod_statements_list` | GET | `/v1/acquirer/eod_statements` | – | page: positive_integer | none | `eod_list`, `eod_read` | upstream |',
-      '| `eod_statement_download` | GET | `/v1/acquirer/eod_statements/:statement_id.csv` | statement_id: uuid | none | none | `eod_list`, `eod_read` | upstream |',
-      '| `eod_statement_download_by_date` | GET | `/v1/acquirer/eod_statements/by_date/:date.csv` | date: date | none | none | `eod_list`, `eod_read` | upstream |',
-      '| `api_keys_permissions` | GET | `/v1/acquirer/api_keys/permissions` | – | any (unchecked) | none | no permission (any valid key) | gateway |',
+      '| route | method | path | parameters | query | body | permissions (all required) | rate per key | answered by |',
+      '|---|---|---|---|---|---|---|---|---|',
+      '| `eod_statements_list` | GET | `/v1/acquirer/eod_statements` | – | page: positive_integer | none | `eod_list`, `eod_read` | – | upstream |',
+      '| `eod_statement_download` | GET | `/v1/acquirer/eod_statements/:statement_id.csv` | statement_id: uuid | none | none | `eod_list`, `eod_read` | – | upstream |',
+      '| `eod_statement_download_by_date` | GET | `/v1/acquirer/eod_statements/by_date/:date.csv` | date: date | none | none | `eod_list`, `eod_read` | – | upstream |',
+      '| `api_keys_permissions` | GET | `/v1/acquirer/api_keys/permissions` | – | any (unchecked) | none | no permission (any valid key) | – | gateway |',
     ]);
+  });
+});
+
+describe("a key's rate on a route in a diff", () => {
+  const policyWith = (rates: string, route: string) =>
+    parsePolicy(
+      `version: 1
+acquirer_header: X-Tenant
+${rates}permissions:
+  - { name: things_read, description: Read things }
+routes:
+  - { id: things, method: GET, path: /v1/things, permissions: [things_read]${route} }
+`,
+      'p.yaml',
+    );
+  const change = (from: [string, string], to: [string, string]) => {
+    const [a, b] = [policyWith(...from), policyWith(...to)];
+    if (!a.ok || !b.ok) throw new Error('invalid test policy');
+    return diffPolicies(a.policy, b.policy, 'a', 'b').split('\n').find((l) => l.startsWith('- `GET /v1/things`')) ?? null;
+  };
+  const DEFAULT_10 = 'rate_limits: { default: { per_second: 10, burst: 20 } }\n';
+
+  it.each([
+    [['', ''], [DEFAULT_10, ''], '- `GET /v1/things`: rate per key `10/s, burst 20 (default)` (was `none`)'],
+    [[DEFAULT_10, ''], ['', ''], '- `GET /v1/things`: **rate per key `none` (was `10/s, burst 20 (default)`): loosens what reaches the upstream**'],
+    [[DEFAULT_10, ''], [DEFAULT_10, ', rate_limit: { per_second: 1, burst: 2 }'], '- `GET /v1/things`: rate per key `1/s, burst 2 (own)` (was `10/s, burst 20 (default)`)'],
+    [[DEFAULT_10, ''], [DEFAULT_10.replace('burst: 20', 'burst: 40'), ''], '- `GET /v1/things`: **rate per key `10/s, burst 40 (default)` (was `10/s, burst 20 (default)`): loosens what reaches the upstream**'],
+    [[DEFAULT_10, ''], [DEFAULT_10, ''], null],
+  ] as const)('%j → %j', (from, to, line) => {
+    expect(change(from as [string, string], to as [string, string])).toBe(line);
   });
 });

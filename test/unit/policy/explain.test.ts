@@ -9,10 +9,11 @@ import { MemoryKeyStore } from '../../../src/keys/memory-key-store.js';
 import { parseAddress } from '../../../src/net/ip-allowlist.js';
 import type { CompiledPolicy } from '../../../src/policy/compile.js';
 import { explainRequest, type ExplainedKey, type Explanation } from '../../../src/policy/explain.js';
+import { parsePolicy } from '../../../src/policy/load.js';
 import { createTestApp, type TestApp } from '../../helpers/app.js';
 import { request } from '../../helpers/http.js';
 import { newRecord } from '../../helpers/key-store-contract.js';
-import { STATEMENT_ID, shippedPolicy } from '../../helpers/policy.js';
+import { rateLimitedPolicyText, STATEMENT_ID, shippedPolicy } from '../../helpers/policy.js';
 import { startUpstream, type RecordingUpstream } from '../../helpers/upstream.js';
 
 let policy: CompiledPolicy;
@@ -49,6 +50,7 @@ describe('the steps', () => {
       'permission: refuses',
       'query: not reached',
       'body (head): not reached',
+      'rate: not reached',
       "acquirer's share: not reached",
       'body: not reached',
       'answer: not reached',
@@ -177,5 +179,23 @@ describe("explain's verdict is the gateway's answer", () => {
     }
     expect(upstream.received.length).toBe(before);
     expect([answer.status, method === 'HEAD' ? '' : answer.body.toString()]).toEqual([verdict.status, method === 'HEAD' ? '' : verdict.body]);
+  });
+});
+
+describe('the rate step', () => {
+  it('names the budget a key takes from and what it is told over it, without judging what is left (explain cannot see the load)', () => {
+    const parsed = parsePolicy(rateLimitedPolicyText({ defaultRate: '{ per_second: 20, burst: 40 }', downloadRate: '{ per_second: 0.2, burst: 3 }' }), 'rates.yaml');
+    if (!parsed.ok) throw new Error('invalid test policy');
+    const key = keyOf(newRecord({ id: 'key_rated' }));
+    const rate = (target: string) => explainRequest(parsed.policy, key, { method: 'GET', target }).steps.find((step) => step.step === 'rateLimit');
+    expect(rate('/v1/acquirer/eod_statements')).toEqual({
+      step: 'rateLimit',
+      title: 'rate',
+      outcome: 'not judged',
+      says: "key_rated may make 20/s with a burst of 40, from the policy's default budget (rate_limits.default)",
+      unless: 'over it: 429 {"message":"Too many requests"}, with Retry-After',
+    });
+    expect(rate(`/v1/acquirer/eod_statements/${STATEMENT_ID}.csv`)?.says).toBe("key_rated may make 0.2/s with a burst of 3, from the route's own budget");
+    expect(explain('GET', '/v1/acquirer/eod_statements').steps.find((step) => step.step === 'rateLimit')).toMatchObject({ outcome: 'passes', says: 'the policy declares no rate for the route' });
   });
 });
