@@ -50,6 +50,7 @@ export function createRequestObserver({ policy, metrics, logger, trustedProxies,
       const status = res.headersSent ? res.statusCode : 0;
       const code = locals.errorCode;
       countRequest(metrics, route, req.method, status, code);
+      if (code === 'RATE_LIMITED') metrics.rateLimited.inc({ route });
       metrics.requestDuration.observe({ route }, seconds);
       const definition = code === undefined ? undefined : ERROR_CODES[code];
       if (locals.body !== undefined) metrics.requestBodyBytes.observe({ route }, locals.body.length);
