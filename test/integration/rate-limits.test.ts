@@ -121,6 +121,16 @@ describe('RATE_LIMIT_STORE=local', () => {
     const all = [];
     for (let i = 0; i < 5; i++) all.push((await list(a, fresh.key)).status);
     expect(all).toEqual([200, 200, 200, 200, 429]);
+    await a.stop(); // out of the count of the tests after this one
+  }, 30_000);
+
+  it('counts each worker of WORKERS=2 as an instance, and the primary shows the count once', async () => {
+    const g = await serve({ WORKERS: '2' });
+    await waitFor(async () => metricValue(await metricsText(g), 'acquirer_gateway_rate_limit_instances') === 2, { timeoutMs: 8000, what: 'two workers counted' });
+    await waitFor(async () => (await redis.client.zcard(`${redis.prefix}instances`)) === 2, { what: 'the two workers in the set' });
+    await g.stop();
+    // Each worker leaves the set as it stops.
+    expect(await redis.client.zcard(`${redis.prefix}instances`)).toBe(0);
   }, 30_000);
 
   it('makes no Redis connection for rates while the policy declares none', async () => {
