@@ -1,4 +1,10 @@
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { createKey, runCli, startServe, type ServeProcess } from '../helpers/cli.js';
+import { metricValue } from '../helpers/metrics.js';
+import { request } from '../helpers/http.js';
+import { rateLimitedPolicyText } from '../helpers/policy.js';
+import { tempDir } from '../helpers/temp-dir.js';
 import { disabledWithinASecond, startReadyGateways, keyStoreState, NO_REPLICA, statusOf, underLoad } from '../helpers/failover-load.js';
 import { startRedisCluster, type RedisClusterTopology } from '../helpers/redis-cluster-topology.js';
 import { adminCall, dataNodeArgs, HOST, key as hostPort, RedisProcesses, type HostPort } from '../helpers/redis-topology.js';
@@ -62,7 +68,21 @@ it('keys commands work on the Cluster, every key in the prefix\'s slot; the pass
   expect(refused.code).toBe(1);
   expect(refused.stderr).toMatch(/^acquirer-gateway: cannot use Redis at cluster via 127\.0\.0\.1:\d+,.*WRONGPASS/);
   expect(refused.stderr).not.toContain('not-the-password');
-});
+}, 30_000); // seven CLI runs, each a process start: more than jest's 5 s on a loaded machine
+
+it("rates on the Cluster: the fleet's budget and the live instances, each one key in the prefix's slot", async () => {
+  const policyFile = path.join(tempDir('agw-cluster-rates-'), 'rates.yaml');
+  writeFileSync(policyFile, rateLimitedPolicyText({ defaultRate: '{ per_second: 0.05, burst: 2 }' }));
+  const rated = { ...env, UPSTREAM_URL: upstream.url, POLICY_FILE: policyFile };
+  // Not in `gateways`: the tests after this one count those.
+  const [a, b] = await startReadyGateways(2, { ...rated, RATE_LIMIT_STORE: 'redis' });
+  const [local] = await startReadyGateways(1, rated);
+  const { key } = await createKey(env, { acquirer: 'acq_1', permissions: PERMISSIONS });
+  expect([await statusOf(a!, key), await statusOf(b!, key), await statusOf(a!, key), await statusOf(b!, key)]).toEqual([200, 200, 429, 429]);
+  await waitFor(async () => metricValue((await request(local!.adminUrl, '/metrics')).body.toString(), 'acquirer_gateway_rate_limit_instances') === 1, { what: 'the local instance counting itself' });
+  expect(metricValue((await request(a!.adminUrl, '/metrics')).body.toString(), 'acquirer_gateway_rate_limit_store_errors_total', { context: 'rate limit' }) ?? 0).toBe(0);
+  for (const g of [a!, b!, local!]) await g.stop();
+}, 60_000);
 
 it('a node that drops the change-notice connection: the gateways subscribe through another node, and a disable still reaches both within 1 s', async () => {
   const key = await createKey(env, { acquirer: 'acq_1', permissions: PERMISSIONS });
