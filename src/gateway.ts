@@ -271,6 +271,7 @@ function logListening(logger: Logger, config: Config, { port, adminPort, policy,
 async function shutdown({ config, logger, http, admin, resolver, ownStore, proxy, rateLimits }: Parts): Promise<void> {
   const { server, answers } = http;
   answers.drain();
+  void rateLimits.leave();
   logger.event('shutting_down', { deadline_ms: config.shutdownTimeoutMs });
   const drained = new Promise<void>((resolve) => server.close(() => resolve()));
   server.closeIdleConnections();

@@ -12,19 +12,32 @@ export interface Taken {
   readonly remaining: number;
   /** Milliseconds until the budget is whole again. */
   readonly resetMs: number;
-  /** Refused: milliseconds until a request would be allowed; 0 when allowed. */
+  /** Milliseconds until one more request would be allowed: 0 while some remain. */
   readonly retryAfterMs: number;
 }
 
+/** A wait shorter than this is none: float arithmetic must not refuse a burst's last request. */
+export const GCRA_EPSILON_MS = 1e-6;
+
 /**
  * Takes one request from a budget whose TAT is `tat` (0: untouched), at `now`: allowed when the
- * TAT, moved on by one interval, is within `toleranceMs` of now. Returns the new TAT (unchanged
- * when refused) and the verdict; `remaining` counts in `countIntervalMs` (see LocalRateLimiter).
+ * TAT, moved on by one interval, is within `toleranceMs` of now. A TAT further ahead than the
+ * tolerance (a budget used under a slower rate, before a reload) counts as exactly empty, so a
+ * looser rate applies from the next request, and is kept so (the new TAT, as cut, is returned
+ * when refused too). Returns the new TAT.
  */
-export function gcra(tat: number, now: number, intervalMs: number, toleranceMs: number, countIntervalMs = intervalMs): { readonly tat: number; readonly taken: Taken } {
-  const from = Math.max(tat, now);
+export function gcra(tat: number, now: number, intervalMs: number, toleranceMs: number): { readonly tat: number; readonly taken: Taken } {
+  const from = Math.min(Math.max(tat, now), now + toleranceMs);
   const next = from + intervalMs;
   const wait = next - now - toleranceMs;
-  if (wait > 0) return { tat, taken: { allowed: false, remaining: 0, resetMs: from - now, retryAfterMs: wait } };
-  return { tat: next, taken: { allowed: true, remaining: Math.floor((toleranceMs - (next - now)) / countIntervalMs + 1e-9), resetMs: next - now, retryAfterMs: 0 } };
+  if (wait > GCRA_EPSILON_MS) return { tat: from, taken: { allowed: false, remaining: 0, resetMs: from - now, retryAfterMs: wait } };
+  return { tat: next, taken: allowedAt(next - now, intervalMs, toleranceMs) };
+}
+
+/** An allowed request's verdict, the budget whole again in `resetMs`; shared with the Redis store's reply. */
+export function allowedAt(resetMs: number, intervalMs: number, toleranceMs: number): Taken {
+  const remaining = Math.max(0, Math.floor((toleranceMs - resetMs) / intervalMs + GCRA_EPSILON_MS));
+  // None left: the next request waits until the TAT is one interval within the tolerance.
+  const retryAfterMs = remaining > 0 ? 0 : Math.max(0, resetMs + intervalMs - toleranceMs);
+  return { allowed: true, remaining, resetMs, retryAfterMs };
 }

@@ -30,14 +30,17 @@ export interface InstanceCountOptions {
 
 /**
  * The gateways live now, as announced in Redis, read in the background (never on a request's path).
- * Until the first answer, and while Redis does not answer, the last count stands (1 at first).
+ * Until the first answer, and while Redis does not answer, the last count stands (1 at first). It
+ * announces as the connection turns ready, and again at each reconnection: a Redis that restarted
+ * empty learns of every instance within one interval.
  */
 export class InstanceCount {
   #count = 1;
   readonly #announce: AnnounceCommand;
   readonly #options: InstanceCountOptions;
   readonly #timer: NodeJS.Timeout;
-  #closed = false;
+  readonly #onReady = () => void this.#tick();
+  #left = false;
 
   constructor(options: InstanceCountOptions) {
     this.#options = options;
@@ -45,7 +48,9 @@ export class InstanceCount {
     this.#announce = (options.client as unknown as { acquirerGatewayAnnounce: AnnounceCommand }).acquirerGatewayAnnounce.bind(options.client);
     this.#timer = setInterval(() => void this.#tick(), ANNOUNCE_EVERY_MS);
     this.#timer.unref();
-    void this.#tick();
+    // Not before: the connection queues nothing, and a command sent while it connects fails.
+    options.client.on('ready', this.#onReady);
+    if (options.client.status === 'ready') void this.#tick();
   }
 
   readonly get = (): number => this.#count;
@@ -53,18 +58,28 @@ export class InstanceCount {
   async #tick(): Promise<void> {
     try {
       const count = await this.#announce(this.#options.key, this.#options.id, String(ANNOUNCEMENT_EXPIRY_MS));
-      if (this.#closed) return;
+      // Left meanwhile: the announcement just made is taken back.
+      if (this.#left) return void (await this.#remove());
       this.#count = Math.max(1, count);
       this.#options.onCount(this.#count);
     } catch (err) {
-      if (!this.#closed) this.#options.onError(err);
+      if (!this.#left) this.#options.onError(err);
     }
   }
 
-  /** Leaves the set, so that the others count one fewer at their next reading rather than after the expiry. */
-  async close(): Promise<void> {
-    this.#closed = true;
+  /**
+   * Leaves the set, as the gateway starts draining: the others count one fewer at their next reading
+   * rather than after the expiry, and a drain of SHUTDOWN_TIMEOUT_MS does not hold their shares down.
+   */
+  async leave(): Promise<void> {
+    if (this.#left) return;
+    this.#left = true;
     clearInterval(this.#timer);
+    this.#options.client.off('ready', this.#onReady);
+    await this.#remove();
+  }
+
+  async #remove(): Promise<void> {
     await this.#options.client.zrem(this.#options.key, this.#options.id).catch(() => {});
   }
 }

@@ -6,11 +6,12 @@ const seconds = (ms: number): number => Math.ceil(ms / 1000 - 1e-9);
 
 /**
  * The IETF RateLimit fields (draft-ietf-httpapi-ratelimit-headers) of an answer the budget allowed:
- * the policy, the requests that may be sent at once now (`r`), and the seconds until the budget is
- * whole again (`t`).
+ * the policy, the requests that may be sent at once now (`r`), and `t`: with some left, the seconds
+ * until the budget is whole again; with none, until the next request is allowed, as a 429 would say.
  */
 export function allowedHeaders(limit: RateLimit, taken: Taken): Record<string, string> {
-  return { ratelimit: `"${limit.budget}";r=${taken.remaining};t=${seconds(taken.resetMs)}`, 'ratelimit-policy': limit.policyHeader };
+  const t = seconds(taken.remaining > 0 ? taken.resetMs : taken.retryAfterMs);
+  return { ratelimit: `"${limit.budget}";r=${taken.remaining};t=${t}`, 'ratelimit-policy': limit.policyHeader };
 }
 
 /** A 429's: `Retry-After` when the next request would be allowed, and `RateLimit`'s `t` the same moment, as the draft asks. */

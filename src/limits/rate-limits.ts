@@ -17,12 +17,15 @@ import { RedisRateLimiter } from './redis-rate-limiter.js';
 
 export type RateLimitStore = 'local' | 'redis';
 
+/** What failed: a request's take (judged by RATE_LIMIT_FAIL), an announcement, or the connection itself. */
+export type RateStoreContext = 'rate limit' | 'instance count' | 'connection';
+
 export interface RateLimitsOptions {
   readonly store: RateLimitStore;
   /** The gateway's Redis; absent with the embedded key store, where an instance counts itself alone. */
   readonly redis?: { readonly target: RedisTarget; readonly prefix: string; readonly commandTimeoutMs: number } | undefined;
-  /** Redis did not answer a take or an announcement. */
-  readonly onStoreError: (err: unknown, context: 'rate limit' | 'instance count') => void;
+  /** Redis did not answer a take or an announcement, or the connection for them failed. */
+  readonly onStoreError: (err: unknown, context: RateStoreContext) => void;
   /** Each count of the live instances read (local store with Redis). */
   readonly onInstances?: (count: number) => void;
   /** Milliseconds on a monotonic clock (the local store). */
@@ -53,7 +56,7 @@ export class RateLimits implements RateLimiter {
     if (this.#limiter !== undefined) return this.#limiter;
     const { store, redis, onStoreError, onInstances, now } = this.#options;
     if (redis === undefined) return (this.#limiter = new LocalRateLimiter({ instances: () => 1, now }));
-    const connections = new RedisConnections({ target: redis.target, commandTimeoutMs: redis.commandTimeoutMs, onEvent: () => {}, onError: (err) => onStoreError(err, 'rate limit') });
+    const connections = new RedisConnections({ target: redis.target, commandTimeoutMs: redis.commandTimeoutMs, onEvent: () => {}, onError: (err) => onStoreError(err, 'connection') });
     this.#connections = connections;
     const layout = new RedisLayout(redis.prefix, connections.db);
     if (store === 'redis') {
@@ -70,8 +73,13 @@ export class RateLimits implements RateLimiter {
     return (this.#limiter = new LocalRateLimiter({ instances: instances.get, now }));
   }
 
+  /** The gateway drains: it leaves the count of live instances, and goes on judging what it still serves. */
+  async leave(): Promise<void> {
+    await this.#instances?.leave();
+  }
+
   async close(): Promise<void> {
-    await this.#instances?.close();
+    await this.leave();
     await this.#connections?.close();
   }
 }

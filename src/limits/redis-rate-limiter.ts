@@ -1,23 +1,28 @@
 import type { Cluster, Redis } from 'ioredis';
 import type { RateLimit } from '../policy/rate-limit.js';
-import type { Taken } from './gcra.js';
+import { allowedAt, GCRA_EPSILON_MS, type Taken } from './gcra.js';
 import type { RateLimiter } from './rate-limiter.js';
 
 /**
- * gcra.ts's arithmetic in one script, on Redis's clock, so that every gateway of a fleet takes from
- * one budget in one round trip. KEYS[1]: the budget's TAT (ms); ARGV: the interval and the tolerance
- * (ms). Returns allowed (1 or 0), the milliseconds until the budget is whole, and a refusal's wait;
- * as strings, since Redis would cut a Lua number to an integer.
+ * gcra.ts's arithmetic in one script, on Redis's clock (TIME before a write: Redis 5 or later), so
+ * that every gateway of a fleet takes from one budget in one round trip. KEYS[1]: the budget's TAT
+ * (ms); ARGV: the interval and the tolerance (ms). Returns allowed (1 or 0), the milliseconds until
+ * the budget is whole, and a refusal's wait; as strings, since Redis would cut a Lua number to an
+ * integer.
  */
 export const TAKE_SCRIPT = `local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + tonumber(time[2]) / 1000
 local interval = tonumber(ARGV[1])
 local tolerance = tonumber(ARGV[2])
-local from = math.max(tonumber(redis.call('GET', KEYS[1])) or 0, now)
+local stored = tonumber(redis.call('GET', KEYS[1])) or 0
+local from = math.min(math.max(stored, now), now + tolerance)
 local nxt = from + interval
 local wait = nxt - now - tolerance
-if wait > 0 then return {0, tostring(from - now), tostring(wait)} end
-redis.call('SET', KEYS[1], string.format('%.3f', nxt), 'PX', math.ceil(nxt - now))
+if wait > ${GCRA_EPSILON_MS} then
+  if from < stored then redis.call('SET', KEYS[1], string.format('%.6f', from), 'PX', math.ceil(from - now)) end
+  return {0, tostring(from - now), tostring(wait)}
+end
+redis.call('SET', KEYS[1], string.format('%.6f', nxt), 'PX', math.ceil(nxt - now))
 return {1, tostring(nxt - now), '0'}`;
 
 type TakeCommand = (key: string, intervalMs: string, toleranceMs: string) => Promise<[number, string, string]>;
@@ -55,9 +60,9 @@ export class RedisRateLimiter implements RateLimiter {
       this.#onError(err);
       return 'unavailable';
     }
-    const [allowed, resetMs, retryAfterMs] = [reply[0] === 1, Number(reply[1]), Number(reply[2])];
-    const remaining = allowed ? Math.floor((toleranceMs - resetMs) / limit.intervalMs + 1e-9) : 0;
-    return { allowed, remaining, resetMs, retryAfterMs };
+    const resetMs = Number(reply[1]);
+    if (reply[0] === 1) return allowedAt(resetMs, limit.intervalMs, toleranceMs);
+    return { allowed: false, remaining: 0, resetMs, retryAfterMs: Number(reply[2]) };
   }
 
   async close(): Promise<void> {}

@@ -174,11 +174,15 @@ function describeRate(rate: RateLimit | undefined): string {
   return rate === undefined ? 'none' : `${rate.perSecond}/s, burst ${rate.burst} (${rate.budget === 'default' ? 'default' : 'own'})`;
 }
 
-/** What changed in a key's rate on a route; null when nothing did. None, a faster rate or a larger burst loosens it. */
+/**
+ * What changed in a key's rate on a route; null when nothing did. None, a faster rate, a larger
+ * burst, or a budget of its own where it shared the default's (a second budget beside it) loosens it.
+ */
 function rateChange(before: RateLimit | undefined, after: RateLimit | undefined): string | null {
   const [was, now] = [describeRate(before), describeRate(after)];
   if (was === now) return null;
-  const looser = after === undefined || (before !== undefined && (after.perSecond > before.perSecond || after.burst > before.burst));
+  const ownNow = before?.budget === 'default' && after?.budget !== 'default';
+  const looser = after === undefined || (before !== undefined && (after.perSecond > before.perSecond || after.burst > before.burst || ownNow));
   const text = `rate per key ${code(now)} (was ${code(was)})`;
   return looser ? `**${text}: loosens what reaches the upstream**` : text;
 }

@@ -18,13 +18,14 @@ export interface RateLimit {
 }
 
 /**
- * A rate as the IETF RateLimit header fields state it: a quota `q` per window `w` of whole seconds,
- * the sustained rate rounded down (one second, or the fewest seconds in which one request is
- * allowed). The burst shows in `RateLimit`'s `r`, the requests that may be sent at once.
+ * A rate as the IETF RateLimit header fields state it: a quota `q` per window `w` of whole seconds.
+ * The window is the time the burst takes to fill (at least 1 s), and the quota what the rate lets
+ * through in it, rounded down, or the burst if more: `r`, the requests that may be sent at once,
+ * is never more than `q`, and what `q` per `w` says is never more than the rate unless the burst is.
  */
 export function compileRateLimit(budget: string, spec: RateSpec): RateLimit {
-  const window = spec.per_second >= 1 ? 1 : Math.ceil(1 / spec.per_second);
-  const quota = Math.floor(spec.per_second * window + 1e-9);
+  const window = Math.max(1, Math.ceil(spec.burst / spec.per_second - 1e-9));
+  const quota = Math.max(spec.burst, Math.floor(spec.per_second * window + 1e-9));
   return {
     budget,
     perSecond: spec.per_second,

@@ -469,7 +469,7 @@ describe('policy check, diff and routes', () => {
   it('routes: the effective route table', async () => {
     const result = await runCli(['policy', 'routes', 'policies/acquirer-api.yaml']);
     expect(result.code).toBe(0);
-    expect(result.stdout).toContain('| `eod_statement_download` | GET | `/v1/acquirer/eod_statements/:statement_id.csv` | statement_id: uuid | none | none | `eod_list`, `eod_read` | upstream |');
+    expect(result.stdout).toContain('| `eod_statement_download` | GET | `/v1/acquirer/eod_statements/:statement_id.csv` | statement_id: uuid | none | none | `eod_list`, `eod_read` | – | upstream |');
   });
 });
 

@@ -37,7 +37,17 @@ const newKey = async (on: TestRedis = redis, permissions = ['eod_list', 'eod_rea
 const metricsText = async (g: ServeProcess) => (await request(g.adminUrl, '/metrics')).body.toString();
 const events = (g: ServeProcess, name: string) => g.logLines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((e) => e.event === name);
 const list = (g: ServeProcess, key: string) => request(g.url, LIST, bearer(key));
-const statusAndRate = (r: HttpResult) => [r.status, r.headers.ratelimit];
+/**
+ * Status, RateLimit's `r` and `t`, and Retry-After, with `t` and Retry-After as the whole seconds
+ * expected on an answer sent within a second of the budget's first request (a second later, one less).
+ */
+function rated(r: HttpResult): [number, string, number, number | undefined] {
+  const [, budget, remaining, t] = /^"([a-z_]+)";r=(\d+);t=(\d+)$/.exec(r.headers.ratelimit as string) ?? [];
+  const retry = r.headers['retry-after'] === undefined ? undefined : Number(r.headers['retry-after']);
+  return [r.status, `${budget};r=${remaining}`, Number(t), retry];
+}
+const within = (seconds: number) =>
+  ({ asymmetricMatch: (t: unknown) => t === seconds || t === seconds - 1, toAsymmetricMatcher: () => `${seconds - 1} or ${seconds}` }) as unknown as number;
 
 beforeAll(async () => {
   redis = await startTestRedis();
@@ -58,12 +68,20 @@ describe('RATE_LIMIT_STORE=redis', () => {
     const { key, id } = await newKey();
     const before = upstream.received.length;
     const allowed = [await list(a, key), await list(b, key), await list(a, key), await list(b, key)];
-    expect(allowed.map(statusAndRate)).toEqual([[200, '"default";r=3;t=20'], [200, '"default";r=2;t=40'], [200, '"default";r=1;t=60'], [200, '"default";r=0;t=80']]);
-    expect(allowed[0]!.headers['ratelimit-policy']).toBe('"default";q=1;w=20');
+    // `t`: until the budget is whole while some remain; with none left, until the next request, as a 429 says.
+    expect(allowed.map(rated)).toEqual([
+      [200, 'default;r=3', within(20), undefined],
+      [200, 'default;r=2', within(40), undefined],
+      [200, 'default;r=1', within(60), undefined],
+      [200, 'default;r=0', within(20), undefined],
+    ]);
+    expect(allowed[0]!.headers['ratelimit-policy']).toBe('"default";q=4;w=80');
     const refused = [await list(a, key), await list(b, key)];
     for (const r of refused) {
-      expect([r.status, r.body.toString(), r.headers['content-type'], r.headers['retry-after']]).toEqual([429, TOO_MANY, 'application/json; charset=utf-8', '20']);
-      expect(r.headers.ratelimit).toBe('"default";r=0;t=20');
+      expect([r.status, r.body.toString(), r.headers['content-type']]).toEqual([429, TOO_MANY, 'application/json; charset=utf-8']);
+      const [, state, t, retryAfter] = rated(r);
+      expect([state, t]).toEqual(['default;r=0', retryAfter]);
+      expect(retryAfter).toEqual(within(20));
     }
     expect(upstream.received.length - before).toBe(4);
     // The budget is one key in Redis, by Redis's clock, gone once whole again.
@@ -94,7 +112,8 @@ describe('RATE_LIMIT_STORE=redis', () => {
       expect([through.status, through.headers.ratelimit]).toEqual([200, undefined]);
       const refused = await list(closed, key);
       expect([refused.status, refused.body.toString()]).toEqual([503, '{"message":"Service unavailable"}']);
-      await waitFor(async () => (metricValue(await metricsText(open), 'acquirer_gateway_rate_limit_store_errors_total', { context: 'rate limit' }) ?? 0) >= 1, { what: 'the unanswered take counted' });
+      // One request let through unlimited, counted once: the connection's own failures are counted apart.
+      expect(metricValue(await metricsText(open), 'acquirer_gateway_rate_limit_store_errors_total', { context: 'rate limit' })).toBe(1);
       const problem = await waitFor(() => events(open, 'rate_limit_store_problem')[0], { what: 'the rate_limit_store_problem line' });
       expect(problem).toMatchObject({ level: 40, context: 'rate limit' });
       expect(await waitFor(() => closed.logLines.map((l) => JSON.parse(l) as Record<string, unknown>).find((e) => e.status === 503), { what: 'the 503 access line' })).toMatchObject({ code: 'RATE_LIMIT_UNAVAILABLE' });
@@ -109,6 +128,11 @@ describe('RATE_LIMIT_STORE=local', () => {
     const [a, b] = await Promise.all([serve({}), serve({})]);
     const instances = async (g: ServeProcess) => metricValue(await metricsText(g), 'acquirer_gateway_rate_limit_instances');
     for (const g of [a, b]) await waitFor(async () => (await instances(g)) === 2, { timeoutMs: 8000, what: 'both instances counted by each' });
+    // Announced once the connection was ready: no failure on the way.
+    for (const g of [a, b]) {
+      expect(events(g, 'rate_limit_store_problem')).toEqual([]);
+      expect(metricValue(await metricsText(g), 'acquirer_gateway_rate_limit_store_errors_total', { context: 'instance count' }) ?? 0).toBe(0);
+    }
     expect(await redis.client.zcard(`${redis.prefix}instances`)).toBe(2);
     const { key } = await newKey();
     const burst = async (g: ServeProcess) => [await list(g, key), await list(g, key), await list(g, key)].map((r) => r.status);
@@ -131,6 +155,32 @@ describe('RATE_LIMIT_STORE=local', () => {
     await g.stop();
     // Each worker leaves the set as it stops.
     expect(await redis.client.zcard(`${redis.prefix}instances`)).toBe(0);
+  }, 30_000);
+
+  it('leaves the count as it starts draining, not once the drain is over', async () => {
+    const g = await serve({ SHUTDOWN_TIMEOUT_MS: '20000' });
+    const set = `${redis.prefix}instances`;
+    await waitFor(async () => (await redis.client.zcard(set)) === 1, { what: 'the instance announced' });
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    upstream.handle((_req, res) => void held.then(() => res.end('{"eod_statements":[]}')));
+    try {
+      const { key } = await newKey();
+      const sent = upstream.received.length;
+      const inFlight = list(g, key);
+      await waitFor(() => upstream.received.length > sent, { what: 'the request upstream' });
+      const stopped = g.stop();
+      await waitFor(async () => (await redis.client.zcard(set)) === 0, { what: 'the instance gone from the set while its request is in flight' });
+      release();
+      expect((await inFlight).status).toBe(200);
+      expect(await stopped).toBe(0);
+    } finally {
+      release();
+      upstream.handle((_req, res) => {
+        res.writeHead(200, { 'content-type': 'application/json', 'content-length': '21' });
+        res.end('{"eod_statements":[]}');
+      });
+    }
   }, 30_000);
 
   it('makes no Redis connection for rates while the policy declares none', async () => {

@@ -196,7 +196,7 @@ function stateMetrics(registers: Registry[]) {
     }),
     rateLimitStoreErrors: new Counter({
       name: `${PREFIX}rate_limit_store_errors_total`,
-      help: 'Rate limit calls Redis did not answer, by context: "rate limit" (a request judged by RATE_LIMIT_FAIL) or "instance count" (the last count stands).',
+      help: 'Rate limit calls Redis did not answer, by context: "rate limit" (a request judged by RATE_LIMIT_FAIL), "instance count" (the last count stands) or "connection" (the connection for them failed).',
       labelNames: ['context'],
       registers,
     }),

@@ -62,7 +62,7 @@ it('answers a key over its rate 429 with the documented body, Retry-After and th
     'content-length': String(TOO_MANY.length),
     'retry-after': '10',
     ratelimit: '"default";r=0;t=10',
-    'ratelimit-policy': '"default";q=1;w=10',
+    'ratelimit-policy': '"default";q=2;w=20',
   });
   expect(res.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
 });
@@ -72,7 +72,7 @@ it("tells an allowed answer what is left, in place of any RateLimit field of the
   const res = await get(LIST);
   expect(res.status).toBe(200);
   expect(res.headers.ratelimit).toBe('"default";r=1;t=10');
-  expect(res.headers['ratelimit-policy']).toBe('"default";q=1;w=10');
+  expect(res.headers['ratelimit-policy']).toBe('"default";q=2;w=20');
 });
 
 it("counts a route with a rate of its own apart from the key's default budget", async () => {

@@ -1,6 +1,6 @@
 import { gcra } from '../../../src/limits/gcra.js';
 import { allowedHeaders, refusedHeaders } from '../../../src/limits/rate-limit-headers.js';
-import { LocalRateLimiter, SWEEP_EVERY_MS } from '../../../src/limits/local-rate-limiter.js';
+import { LocalRateLimiter } from '../../../src/limits/local-rate-limiter.js';
 import { compileRateLimit } from '../../../src/policy/rate-limit.js';
 
 /** A clock the test moves by hand (ms). */
@@ -21,15 +21,37 @@ describe('gcra', () => {
       verdicts.push(step.taken);
     }
     expect(verdicts.map((v) => [v.allowed, v.remaining])).toEqual([[true, 2], [true, 1], [true, 0], [false, 0]]);
-    // The fourth waits one interval; the budget is whole again after three.
+    // The third says the next waits one interval, as the refused fourth does; the budget is whole again after three.
+    expect(verdicts[2]).toMatchObject({ retryAfterMs: 100, resetMs: 300 });
     expect(verdicts[3]).toMatchObject({ retryAfterMs: 100, resetMs: 300 });
     expect(gcra(tat, 1099, 100, 300).taken.allowed).toBe(false);
     expect(gcra(tat, 1100, 100, 300).taken).toMatchObject({ allowed: true, remaining: 0 });
   });
 
-  it('leaves the TAT unchanged when it refuses, so that refused requests cost nothing', () => {
+  it('leaves the TAT as it was when it refuses, so that refused requests cost nothing', () => {
     const full = gcra(1300, 1000, 100, 300);
     expect(full).toEqual({ tat: 1300, taken: { allowed: false, remaining: 0, resetMs: 300, retryAfterMs: 100 } });
+  });
+
+  it('takes a TAT beyond the tolerance (a budget used at a slower rate, before a reload) as exactly used up, not as a debt', () => {
+    // 0.05/s with a burst of 4 used up: the TAT is 80 s ahead. Reloaded to 100/s with a burst of 100,
+    // the next request waits one interval of the new rate (10 ms), not the old debt.
+    const cut = gcra(81_000, 1000, 10, 1000);
+    expect(cut).toMatchObject({ tat: 2000, taken: { allowed: false, retryAfterMs: 10 } });
+    expect(gcra(cut.tat, 1010, 10, 1000).taken).toMatchObject({ allowed: true, remaining: 0 });
+    expect(gcra(81_000, 1000, 20_000, 80_000).taken).toMatchObject({ allowed: false, retryAfterMs: 20_000 });
+  });
+
+  it.each([3, 6, 7, 11, 0.3])('allows a whole burst at one instant whatever the rate (%s/s): float arithmetic never refuses the last', (perSecond) => {
+    const burst = Math.max(1, Math.round(perSecond));
+    let tat = 0;
+    let allowed = 0;
+    for (let i = 0; i <= burst; i++) {
+      const step = gcra(tat, 5000, 1000 / perSecond, (burst * 1000) / perSecond);
+      if (step.taken.allowed) allowed++;
+      tat = step.tat;
+    }
+    expect(allowed).toBe(burst);
   });
 });
 
@@ -77,21 +99,38 @@ describe('LocalRateLimiter', () => {
     expect(burst()).toBe(1);
   });
 
-  it("says what is left in the fleet's terms: this instance's share times the instances", () => {
+  it("says what is left of this instance's share, which is what a client on one connection meets", () => {
     const clock = manualClock();
     const limiter = new LocalRateLimiter({ instances: () => 2, now: clock.now });
     const limit = compileRateLimit('default', { per_second: 10, burst: 10 });
-    expect(limiter.take('key_a', limit).remaining).toBe(8);
-    expect(limiter.take('key_a', limit).remaining).toBe(6);
+    expect([1, 2, 3, 4, 5, 6].map(() => limiter.take('key_a', limit).remaining)).toEqual([4, 3, 2, 1, 0, 0]);
   });
 
-  it('forgets budgets that are whole again, at most once per sweep interval', () => {
+  it('gives a budget used up under a slower rate the new, looser rate from the next request (a reload)', () => {
+    const clock = manualClock();
+    const limiter = new LocalRateLimiter({ instances: () => 1, now: clock.now });
+    const slow = compileRateLimit('default', { per_second: 0.05, burst: 4 });
+    for (let i = 0; i < 4; i++) limiter.take('key_a', slow);
+    expect(limiter.take('key_a', slow)).toMatchObject({ allowed: false, retryAfterMs: 20_000 });
+    const fast = compileRateLimit('default', { per_second: 100, burst: 100 });
+    expect(limiter.take('key_a', fast)).toMatchObject({ allowed: false, retryAfterMs: 10 });
+    clock.advance(10);
+    expect(limiter.take('key_a', fast)).toMatchObject({ allowed: true, remaining: 0 });
+    clock.advance(500);
+    expect(limiter.take('key_a', fast)).toMatchObject({ allowed: true, remaining: 49 });
+  });
+
+  it('forgets budgets that are whole again a few at a time, never fewer than it adds: no pass over all of them on one request', () => {
     const clock = manualClock();
     const limiter = new LocalRateLimiter({ instances: () => 1, now: clock.now });
     for (let i = 0; i < 50; i++) limiter.take(`key_${i}`, TEN_PER_SECOND_BURST_3);
-    expect(limiter.size).toBe(50);
-    clock.advance(SWEEP_EVERY_MS);
-    limiter.take('key_last', TEN_PER_SECOND_BURST_3);
+    expect(limiter.size).toBeGreaterThanOrEqual(49);
+    clock.advance(1000); // every one of them whole again
+    const before = limiter.size;
+    for (let i = 0; i < 10; i++) limiter.take('key_busy', TEN_PER_SECOND_BURST_3);
+    // Two looked at a take, one of which may be the busy key itself, which the take just added.
+    expect(limiter.size).toBeLessThanOrEqual(before + 1 - 18);
+    for (let i = 0; i < 30; i++) limiter.take('key_busy', TEN_PER_SECOND_BURST_3);
     expect(limiter.size).toBe(1);
   });
 });
@@ -102,18 +141,26 @@ describe('the RateLimit fields', () => {
     const limiter = new LocalRateLimiter({ instances: () => 1, now: clock.now });
     expect(allowedHeaders(TEN_PER_SECOND_BURST_3, limiter.take('key_a', TEN_PER_SECOND_BURST_3))).toEqual({ ratelimit: '"default";r=2;t=1', 'ratelimit-policy': '"default";q=10;w=1' });
     limiter.take('key_a', TEN_PER_SECOND_BURST_3);
-    limiter.take('key_a', TEN_PER_SECOND_BURST_3);
+    const last = limiter.take('key_a', TEN_PER_SECOND_BURST_3);
     const refused = limiter.take('key_a', TEN_PER_SECOND_BURST_3);
     expect(refusedHeaders(TEN_PER_SECOND_BURST_3, refused)).toEqual({ 'retry-after': '1', ratelimit: '"default";r=0;t=1', 'ratelimit-policy': '"default";q=10;w=1' });
+    // The last allowed says what the refusal after it says: wait for the next, not for the whole budget.
+    expect(allowedHeaders(TEN_PER_SECOND_BURST_3, last).ratelimit).toBe('"default";r=0;t=1');
   });
 
   it.each([
     [{ per_second: 100, burst: 10 }, '"b";q=100;w=1'],
+    [{ per_second: 20, burst: 40 }, '"b";q=40;w=2'],
     [{ per_second: 2.5, burst: 1 }, '"b";q=2;w=1'],
     [{ per_second: 0.2, burst: 1 }, '"b";q=1;w=5'],
-    [{ per_second: 0.3, burst: 2 }, '"b";q=1;w=4'],
-  ])('state %j as a whole quota per whole seconds, never more than the rate: %s', (spec, header) => {
+    [{ per_second: 0.05, burst: 4 }, '"b";q=4;w=80'],
+    [{ per_second: 0.3, burst: 2 }, '"b";q=2;w=7'],
+    [{ per_second: 1, burst: 5 }, '"b";q=5;w=5'],
+  ])('state %j as a whole quota per whole seconds (the burst\'s time to fill), never less than the burst: %s', (spec, header) => {
     expect(compileRateLimit('b', spec).policyHeader).toBe(header);
+    const [, q, w] = /q=(\d+);w=(\d+)/.exec(header)!.map(Number);
+    expect(q).toBeGreaterThanOrEqual(spec.burst);
+    expect(q! / w!).toBeLessThanOrEqual(Math.max(spec.per_second, spec.burst / w!));
   });
 
   it('give a slow budget\'s wait in whole seconds, rounded up', () => {

@@ -250,7 +250,9 @@ routes:
   it.each([
     [['', ''], [DEFAULT_10, ''], '- `GET /v1/things`: rate per key `10/s, burst 20 (default)` (was `none`)'],
     [[DEFAULT_10, ''], ['', ''], '- `GET /v1/things`: **rate per key `none` (was `10/s, burst 20 (default)`): loosens what reaches the upstream**'],
-    [[DEFAULT_10, ''], [DEFAULT_10, ', rate_limit: { per_second: 1, burst: 2 }'], '- `GET /v1/things`: rate per key `1/s, burst 2 (own)` (was `10/s, burst 20 (default)`)'],
+    // Slower, but a budget of its own beside the default's: the key may now make both.
+    [[DEFAULT_10, ''], [DEFAULT_10, ', rate_limit: { per_second: 1, burst: 2 }'], '- `GET /v1/things`: **rate per key `1/s, burst 2 (own)` (was `10/s, burst 20 (default)`): loosens what reaches the upstream**'],
+    [[DEFAULT_10, ', rate_limit: { per_second: 20, burst: 40 }'], [DEFAULT_10, ''], '- `GET /v1/things`: rate per key `10/s, burst 20 (default)` (was `20/s, burst 40 (own)`)'],
     [[DEFAULT_10, ''], [DEFAULT_10.replace('burst: 20', 'burst: 40'), ''], '- `GET /v1/things`: **rate per key `10/s, burst 40 (default)` (was `10/s, burst 20 (default)`): loosens what reaches the upstream**'],
     [[DEFAULT_10, ''], [DEFAULT_10, ''], null],
   ] as const)('%j → %j', (from, to, line) => {
