@@ -58,7 +58,7 @@ export async function serveCommand(args: string[], startUp: StartUpSignals): Pro
   startUp.flushLogsWith(() => logger.flush());
   if (clustered && cluster.isWorker) return serveWorker(config, logger, startUp);
   for (const retired of retiredSettingsIn(process.env)) logger.event('setting_retired', retired);
-  // The one process, or the primary: the only reader of the policy file.
+  // The one process, or the primary: the only reader of the policy files.
   const policy = await loadPolicyOrThrow(config.policyFile).catch((err: unknown) => {
     if (err instanceof PolicyLoadError) throw new CommandError(`policy refused:\n${err.message}`);
     throw err;
@@ -66,7 +66,7 @@ export async function serveCommand(args: string[], startUp: StartUpSignals): Pro
   const shadow = await loadShadowPolicy(config);
   if (clustered) {
     try {
-      return await runPrimary(config, logger, startUp, policy);
+      return await runPrimary(config, logger, startUp, policy, shadow);
     } catch (err) {
       if (err instanceof WorkerStartError) throw new CommandError(err.message);
       // Only the admin listener is the primary's own.
@@ -89,13 +89,9 @@ export async function serveCommand(args: string[], startUp: StartUpSignals): Pro
   if (startUp.handOver(() => handleRunningSignals(logger, running)).reloadAsked) reload();
 }
 
-/**
- * POLICY_SHADOW_FILE, read and refused as POLICY_FILE is. Not with WORKERS above 1: the primary
- * gives workers the enforced policy only, and a shadow judged by none of them would say nothing.
- */
+/** POLICY_SHADOW_FILE, read and refused as POLICY_FILE is (with WORKERS, by the primary, which gives it to the workers). */
 async function loadShadowPolicy(config: Config): Promise<LoadedPolicy | undefined> {
   if (config.policyShadowFile === '') return undefined;
-  if (config.workers > 1) throw new UsageError('invalid configuration: POLICY_SHADOW_FILE: not with WORKERS above 1 (run the shadow on a single-process gateway)');
   return loadPolicyOrThrow(config.policyShadowFile).catch((err: unknown) => {
     if (err instanceof PolicyLoadError) throw new CommandError(`shadow policy refused (POLICY_SHADOW_FILE):\n${err.message}`);
     throw err;
@@ -103,19 +99,20 @@ async function loadShadowPolicy(config: Config): Promise<LoadedPolicy | undefine
 }
 
 /**
- * A cluster worker runs the policy the primary gives it, and never reads the file: a worker forked
- * after an edit that was refused, or not yet reloaded, runs what the others run. The primary tells
- * it of each change; a SIGHUP to the worker itself, kept during start-up or not, is the primary's to act on.
+ * A cluster worker runs the policy (and the shadow policy) the primary gives it, and never reads the
+ * files: a worker forked after an edit that was refused, or not yet reloaded, runs what the others
+ * run. The primary tells it of each change; a SIGHUP to the worker itself, kept during start-up or
+ * not, is the primary's to act on.
  */
 async function serveWorker(config: Config, logger: Logger, startUp: StartUpSignals): Promise<void> {
-  const { policy, port } = await policyFromPrimary().catch((err: unknown) => {
+  const { policy, port, shadow } = await policyFromPrimary().catch((err: unknown) => {
     if (err instanceof PolicyLoadError) throw new CommandError(`the primary's policy could not be compiled here:\n${err.message}`);
     throw err;
   });
-  const gateway = await startGateway({ ...config, port }, { logger, policy, worker: true }).catch((err: unknown) => {
+  const gateway = await startGateway({ ...config, port }, { logger, policy, worker: true, shadowPolicy: shadow }).catch((err: unknown) => {
     throw err instanceof ListenError ? listenFailure(err.cause, 'gateway', config) : err;
   });
-  startUp.handOver(() => serveAsWorker(gateway, logger));
+  startUp.handOver(() => serveAsWorker(gateway, logger, shadow));
 }
 
 /** The error to report for a listen that failed: one naming the setting behind it, where one is to blame. */

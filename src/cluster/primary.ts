@@ -2,7 +2,8 @@
  * @module
  * WORKERS above 1: the primary process. It serves no requests: it forks the workers (supervisor.ts),
  * answers the admin endpoints for all of them (metrics summed, readiness only if every worker is
- * ready), reads the policy file and gives each worker what it accepted, and passes signals on.
+ * ready), reads the policy file (and the shadow policy file) and gives each worker what it accepted,
+ * and passes signals on.
  */
 import type { Worker } from 'node:cluster';
 import { AggregatorRegistry } from 'prom-client';
@@ -20,13 +21,15 @@ import { WorkerStartError, WorkerSupervisor } from './supervisor.js';
 
 export { WorkerStartError };
 
+const SHADOW_EVENTS = { reloaded: 'shadow_policy_reloaded', refused: 'shadow_policy_refused' } as const;
+
 /**
  * Binds the admin listener, forks `config.workers` workers and waits until each listens. `policy` is
- * the policy file's, as read and accepted at start-up. Resolves once running; the process then ends
- * on SIGTERM/SIGINT after every worker has drained. Rejects with WorkerStartError when a worker
- * cannot start (its own error is on stderr).
+ * the policy file's, as read and accepted at start-up, and `shadow` POLICY_SHADOW_FILE's, if set.
+ * Resolves once running; the process then ends on SIGTERM/SIGINT after every worker has drained.
+ * Rejects with WorkerStartError when a worker cannot start (its own error is on stderr).
  */
-export async function runPrimary(config: Config, logger: Logger, startUp: StartUpSignals, policy: LoadedPolicy): Promise<void> {
+export async function runPrimary(config: Config, logger: Logger, startUp: StartUpSignals, policy: LoadedPolicy, shadow?: LoadedPolicy): Promise<void> {
   const questions = new WorkerQuestions();
   const sums = new WorkerSums<Worker>((err, worker) => logger.event('worker_sums_lost', { err, worker_pid: worker.process.pid }));
   const primaryMetrics = createPrimaryMetrics();
@@ -37,6 +40,9 @@ export async function runPrimary(config: Config, logger: Logger, startUp: StartU
     // A worker still starting is given it when it says it is ready, if what it asked for is older.
     onAccepted: (next) => supervisor?.policyAccepted(next),
   });
+  // Followed as the policy file is; its reloads are not counted in policy_reloads_total.
+  const shadowFile = shadow === undefined ? undefined : new PolicyFile(config.policyShadowFile, shadow, { logger, events: SHADOW_EVENTS, onAccepted: (next) => supervisor?.shadowAccepted(next) });
+  const files = shadowFile === undefined ? [policyFile] : [policyFile, shadowFile];
   const listening = () => supervisor?.listening() ?? [];
   const admin = createAdminServer({
     metrics: {
@@ -54,15 +60,24 @@ export async function runPrimary(config: Config, logger: Logger, startUp: StartU
   const adminPort = await listen(admin, config.adminPort, config.adminHost);
   const port = await publicPort(config, admin);
   let stopped: Promise<void> | undefined;
-  const stop = (reason: string, exitCode: number): Promise<void> => (stopped ??= stopAll(reason, exitCode, { logger, policyFile, supervisor: supervisor!, admin }));
-  supervisor = new WorkerSupervisor({ config, logger, questions, port, policy: () => policyFile.accepted, onGone: (w) => sums.retire(w), onNoneServing: () => void stop('worker could not start', 1) });
+  const stop = (reason: string, exitCode: number): Promise<void> => (stopped ??= stopAll(reason, exitCode, { logger, files, supervisor: supervisor!, admin }));
+  supervisor = new WorkerSupervisor({
+    config,
+    logger,
+    questions,
+    port,
+    policy: () => policyFile.accepted,
+    shadow: () => shadowFile?.accepted,
+    onGone: (w) => sums.retire(w),
+    onNoneServing: () => void stop('worker could not start', 1),
+  });
   supervisor.watch();
 
-  const addSignalHandlers = () =>
-    handleRunningSignals(logger, { stop: (signal) => void stop(signal, 0), stopNow: () => supervisor!.killAll(), reload: () => void policyFile.reload('signal') });
-  // The file was read before this, and may have changed since the SIGHUP that says so.
-  if (startUp.handOver(addSignalHandlers).reloadAsked) void policyFile.reload('signal');
-  if (config.policyWatch) void policyFile.watch();
+  const reload = () => files.forEach((file) => void file.reload('signal'));
+  const addSignalHandlers = () => handleRunningSignals(logger, { stop: (signal) => void stop(signal, 0), stopNow: () => supervisor!.killAll(), reload });
+  // The files were read before this, and may have changed since the SIGHUP that says so.
+  if (startUp.handOver(addSignalHandlers).reloadAsked) reload();
+  if (config.policyWatch) files.forEach((file) => void file.watch());
 
   try {
     await supervisor.startAll();
@@ -70,7 +85,7 @@ export async function runPrimary(config: Config, logger: Logger, startUp: StartU
     // A signal during start-up: the workers it stopped are not a failure to report.
     if (stopped !== undefined) return void (await stopped);
     supervisor.killAll();
-    policyFile.close();
+    files.forEach((file) => file.close());
     admin.close();
     throw err;
   }
@@ -112,8 +127,8 @@ async function clusterReadiness(questions: WorkerQuestions, workers: Worker[], a
 }
 
 /** Every worker drains, then the primary exits: 1 if a worker failed to, else `exitCode`. */
-async function stopAll(reason: string, exitCode: number, { logger, policyFile, supervisor, admin }: { logger: Logger; policyFile: PolicyFile; supervisor: WorkerSupervisor; admin: AdminServer }): Promise<void> {
-  policyFile.close();
+async function stopAll(reason: string, exitCode: number, { logger, files, supervisor, admin }: { logger: Logger; files: readonly PolicyFile[]; supervisor: WorkerSupervisor; admin: AdminServer }): Promise<void> {
+  files.forEach((file) => file.close());
   logger.event('workers_shutting_down', { reason, workers: supervisor.counts.live });
   await supervisor.drainAll();
   admin.closeAllConnections();

@@ -18,13 +18,15 @@ export const WATCH_EVERY_MS = 2_000;
 export class WorkerStartError extends Error {}
 
 export interface SupervisorDeps {
-  readonly config: Pick<Config, 'workers' | 'workerUnresponsiveMs' | 'shutdownTimeoutMs' | 'policyFile'>;
+  readonly config: Pick<Config, 'workers' | 'workerUnresponsiveMs' | 'shutdownTimeoutMs' | 'policyFile' | 'policyShadowFile'>;
   readonly logger: Logger;
   readonly questions: WorkerQuestions;
   /** The public port every worker listens on. */
   readonly port: number;
   /** The policy accepted last, which every worker is to run. */
   readonly policy: () => LoadedPolicy;
+  /** The shadow policy accepted last (POLICY_SHADOW_FILE), which every worker is to judge by; undefined: none. */
+  readonly shadow: () => LoadedPolicy | undefined;
   /** A worker is gone for good: its counters are kept in the sums. */
   readonly onGone: (worker: Worker) => void;
   /** No worker serves and a replacement could not start: the gateway stops. */
@@ -86,6 +88,11 @@ export class WorkerSupervisor {
     for (const [worker, since] of this.#workers) if (since !== undefined && worker.isConnected()) this.#sendPolicy(worker, next);
   }
 
+  /** Sends every listening worker the shadow policy just accepted. */
+  shadowAccepted(next: LoadedPolicy): void {
+    for (const [worker, since] of this.#workers) if (since !== undefined && worker.isConnected()) this.#sendShadow(worker, next);
+  }
+
   /** Every WATCH_EVERY_MS, each listening worker is asked how it is; one stuck long enough is killed (and replaced). */
   watch(): void {
     let asking = false;
@@ -143,8 +150,15 @@ export class WorkerSupervisor {
     }
   }
 
-  #sendPolicy(worker: Worker, { source }: LoadedPolicy): void {
-    worker.send({ tag: TAG, type: 'policy', file: this.#deps.config.policyFile, source, port: this.#deps.port } satisfies Message);
+  /** `withShadow`: the answer to a starting worker's `get-policy`, which starts with the shadow policy too. */
+  #sendPolicy(worker: Worker, { source }: LoadedPolicy, withShadow = false): void {
+    const shadow = withShadow ? this.#deps.shadow() : undefined;
+    const shadowText = shadow === undefined ? {} : { shadow: { file: this.#deps.config.policyShadowFile, source: shadow.source } };
+    worker.send({ tag: TAG, type: 'policy', file: this.#deps.config.policyFile, source, port: this.#deps.port, ...shadowText } satisfies Message);
+  }
+
+  #sendShadow(worker: Worker, { source }: LoadedPolicy): void {
+    worker.send({ tag: TAG, type: 'shadow-policy', file: this.#deps.config.policyShadowFile, source } satisfies Message);
   }
 
   #fork(): Worker {
@@ -164,13 +178,16 @@ export class WorkerSupervisor {
     worker.on('message', (message: unknown) => {
       if (!isMessage(message)) return;
       if (message.type === 'answer') this.#deps.questions.answered(message);
-      else if (message.type === 'get-policy') this.#sendPolicy(worker, this.#deps.policy());
+      else if (message.type === 'get-policy') this.#sendPolicy(worker, this.#deps.policy(), true);
       else if (message.type === 'ready') {
         clearTimeout(startDeadline);
         this.#workers.set(worker, performance.now());
         // Forked while a shutdown was beginning: it never heard the order.
-        if (this.stopping) worker.send({ tag: TAG, type: 'shutdown' } satisfies Message);
-        else if (message.policy !== this.#deps.policy().policy.contentHash) this.#sendPolicy(worker, this.#deps.policy());
+        if (this.stopping) return void worker.send({ tag: TAG, type: 'shutdown' } satisfies Message);
+        // Accepted while it started, after it was given the policies: it was sent neither.
+        if (message.policy !== this.#deps.policy().policy.contentHash) this.#sendPolicy(worker, this.#deps.policy());
+        const shadow = this.#deps.shadow();
+        if (shadow !== undefined && message.shadow !== shadow.policy.contentHash) this.#sendShadow(worker, shadow);
       }
     });
     return worker;

@@ -8,13 +8,22 @@ import { shutdownThenExit } from '../lifecycle/exit.js';
 import { outliveThePrimary } from '../node-internals/cluster-worker.js';
 import type { Logger } from '../observability/logger/logger.js';
 import type { CompiledPolicy } from '../policy/compile.js';
-import { compileGiven, isMessage, TAG, type Message, type PolicyMessage } from './ipc.js';
+import { compileGiven, isMessage, TAG, type Message, type PolicyMessage, type ShadowPolicyMessage } from './ipc.js';
+
+/** What a worker starts with, from the primary. */
+export interface GivenPolicies {
+  readonly policy: CompiledPolicy;
+  /** The public port. */
+  readonly port: number;
+  /** The shadow policy (POLICY_SHADOW_FILE); undefined when the primary runs none. */
+  readonly shadow: CompiledPolicy | undefined;
+}
 
 /**
- * As the worker starts: the policy the primary runs, asked for (a worker never reads the file),
- * and the port to listen on.
+ * As the worker starts: the policy the primary runs, and its shadow policy if any, asked for (a
+ * worker never reads the files), and the port to listen on.
  */
-export function policyFromPrimary(): Promise<{ policy: CompiledPolicy; port: number }> {
+export function policyFromPrimary(): Promise<GivenPolicies> {
   return new Promise((resolve, reject) => {
     const done = () => {
       process.off('message', onMessage);
@@ -24,7 +33,7 @@ export function policyFromPrimary(): Promise<{ policy: CompiledPolicy; port: num
       if (!isMessage(message) || message.type !== 'policy') return;
       done();
       try {
-        resolve({ policy: compileGiven(message), port: message.port });
+        resolve({ policy: compileGiven(message), port: message.port, shadow: message.shadow === undefined ? undefined : compileGiven(message.shadow) });
       } catch (err) {
         reject(err);
       }
@@ -41,9 +50,11 @@ export function policyFromPrimary(): Promise<{ policy: CompiledPolicy; port: num
   });
 }
 
-/** Obey the primary, and go when it goes. */
-export function serveAsWorker(gateway: RunningGateway, logger: Logger): void {
+/** Obey the primary, and go when it goes. `shadow`: the shadow policy the gateway was started with, if any. */
+export function serveAsWorker(gateway: RunningGateway, logger: Logger, shadow: CompiledPolicy | undefined): void {
   const stop = () => shutdownThenExit(gateway, logger);
+  // The gateway judges by it and does not say which it is: the worker keeps its hash, for `ready`.
+  const runningShadow = { hash: shadow?.contentHash };
   const send = (message: Message) => {
     if (process.connected) process.send!(message);
   };
@@ -51,6 +62,7 @@ export function serveAsWorker(gateway: RunningGateway, logger: Logger): void {
     if (!isMessage(message)) return;
     if (message.type === 'shutdown') stop();
     else if (message.type === 'policy') usePolicyGiven(gateway, message, logger);
+    else if (message.type === 'shadow-policy') useShadowGiven(gateway, message, logger, runningShadow);
     else if (message.type === 'readiness') send({ tag: TAG, type: 'answer', id: message.id, readiness: gateway.readiness(), policy: gateway.policy.contentHash });
     else if (message.type === 'metrics') {
       void gateway.metrics.registry.getMetricsAsJSON().then((metrics) => send({ tag: TAG, type: 'answer', id: message.id, metrics }));
@@ -65,7 +77,7 @@ export function serveAsWorker(gateway: RunningGateway, logger: Logger): void {
   // The primary is gone (killed): nobody would replace or stop this worker, so it drains and goes.
   outliveThePrimary();
   process.on('disconnect', stop);
-  send({ tag: TAG, type: 'ready', port: gateway.port, policy: gateway.policy.contentHash });
+  send({ tag: TAG, type: 'ready', port: gateway.port, policy: gateway.policy.contentHash, shadow: runningShadow.hash });
 }
 
 function usePolicyGiven(gateway: RunningGateway, message: PolicyMessage, logger: Logger): void {
@@ -78,4 +90,18 @@ function usePolicyGiven(gateway: RunningGateway, message: PolicyMessage, logger:
     return;
   }
   logger.event('policy_applied', { from, to: gateway.policy.contentHash });
+}
+
+function useShadowGiven(gateway: RunningGateway, message: ShadowPolicyMessage, logger: Logger, running: { hash: string | undefined }): void {
+  const from = running.hash;
+  let next: CompiledPolicy;
+  try {
+    next = compileGiven(message);
+    gateway.useShadowPolicy(next);
+  } catch (err) {
+    logger.event('shadow_policy_not_applied', { err, running: from });
+    return;
+  }
+  running.hash = next.contentHash;
+  logger.event('shadow_policy_applied', { from, to: next.contentHash });
 }

@@ -108,7 +108,7 @@ export const CONFIG_FIELDS = {
     default: '',
     summary: 'a candidate policy judged beside it, never enforced',
     description:
-      'A candidate policy (docs/policy.md, "Trying a policy in the shadow"): every request with a valid key is also judged by it at the route, permission and query steps, never enforced; where its verdict differs, `acquirer_gateway_shadow_disagreements_total` counts it and a `shadow_disagreement` line (sampled) says so. Refused at start-up as `POLICY_FILE` is; reloaded when `POLICY_FILE` is (`POLICY_WATCH`, SIGHUP). Not with `WORKERS` above 1. Unset: none, at no cost.',
+      'A candidate policy (docs/policy.md, "Trying a policy in the shadow"): every request with a valid key is also judged by it at the route, permission and query steps, never enforced; where its verdict differs, `acquirer_gateway_shadow_disagreements_total` counts it and a `shadow_disagreement` line (sampled) says so. Refused at start-up as `POLICY_FILE` is; reloaded when `POLICY_FILE` is (`POLICY_WATCH`, SIGHUP). With `WORKERS` above 1 the primary reads it and gives it to every worker, as it does `POLICY_FILE`, and `/metrics` sums what the workers count. Unset: none, at no cost.',
     schema: z.string(),
   }),
   trustedProxies: field({

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { createKey, runCli, startServe, type ServeProcess } from '../helpers/cli.js';
@@ -141,10 +142,87 @@ it('refuses to start with a shadow file it cannot accept, naming the file and li
   expect(result.stderr).toMatch(new RegExp(`${bad}:\\d+`));
 });
 
-it('refuses POLICY_SHADOW_FILE with WORKERS above 1', async () => {
-  const result = await runCli(['serve'], { REDIS_URL: redis.url, UPSTREAM_URL: upstream.url, POLICY_FILE: SHIPPED_POLICY_FILE, POLICY_SHADOW_FILE: shadowFile, WORKERS: '2', PORT: '0', ADMIN_PORT: '0' });
-  expect(result.code).not.toBe(0);
-  expect(result.stderr).toContain('POLICY_SHADOW_FILE: not with WORKERS above 1');
+describe('WORKERS=2', () => {
+  const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+  const pids = (lines: Record<string, unknown>[]) => new Set(lines.map((e) => e.pid as number));
+  /** `n` list requests, each on its own connection, so that the primary hands them to every worker; each must be answered 200. */
+  async function burst(g: ServeProcess, target: string, n: number): Promise<void> {
+    const statuses = await Promise.all(Array.from({ length: n }, async () => (await request(g.url, target, bearer(key))).status));
+    expect(statuses).toEqual(Array(n).fill(200));
+  }
+
+  it("the primary gives every worker the shadow, each reload and a replacement too; its /metrics sums the workers' counts", async () => {
+    const file = path.join(dir, 'workers.yaml');
+    writeFileSync(file, LIST_FORBIDDEN);
+    const g = await serve({ POLICY_SHADOW_FILE: file, WORKERS: '2' });
+    try {
+      const listening = events(g, 'listening')[0]!;
+      const workers = listening.workers as number[];
+      expect(workers).toHaveLength(2);
+      const served = () => events(g, 'request').length;
+      const n = 20;
+
+      // Both workers judge in the shadow, and the primary's /metrics has what both counted.
+      await burst(g, `${LIST}?page=2`, n);
+      await waitFor(async () => (await disagreements(g, { route: 'eod_statements_list', enforced: 'allow', shadow: 'forbidden' })) === n, { what: 'every disagreement summed' });
+      await waitFor(() => served() === n, { what: 'the access lines' });
+      expect(pids(events(g, 'request'))).toEqual(new Set(workers));
+      expect(pids(events(g, 'shadow_disagreement'))).toEqual(new Set(workers));
+
+      // A change to the file: the primary alone reads it, and each worker applies what it accepted.
+      writeFileSync(file, LIST_NO_QUERY);
+      // Each process writes its own lines to the one stdout: the primary's may come after the workers'.
+      await waitFor(() => events(g, 'shadow_policy_applied').length === 2 && events(g, 'shadow_policy_reloaded').length > 0, { what: 'both workers to apply the reloaded shadow' });
+      expect(events(g, 'shadow_policy_reloaded').map((e) => [e.pid, e.to])).toEqual([[listening.pid, sha256(LIST_NO_QUERY)]]);
+      expect(events(g, 'shadow_policy_applied').map((e) => [e.to, e.from])).toEqual(Array(2).fill([sha256(LIST_NO_QUERY), sha256(LIST_FORBIDDEN)]));
+      expect(pids(events(g, 'shadow_policy_applied'))).toEqual(new Set(workers));
+      await burst(g, `${LIST}?page=3`, n);
+      await waitFor(async () => (await disagreements(g, { route: 'eod_statements_list', enforced: 'allow', shadow: 'bad_request' })) === n, { what: 'the new verdicts summed' });
+      expect(await disagreements(g, { shadow: 'forbidden' })).toBe(n);
+      await waitFor(() => served() === 2 * n, { what: 'the access lines' });
+
+      // A replacement worker starts with the shadow accepted last, not the file's first.
+      process.kill(workers[0]!, 'SIGKILL');
+      const replacement = (await waitFor(() => events(g, 'worker_replaced')[0], { what: 'the replacement' })).replacement_pid as number;
+      await waitFor(async () => (await request(g.adminUrl, '/readyz')).status === 200, { what: 'every worker ready again' });
+      await burst(g, `${LIST}?page=4`, n);
+      await waitFor(async () => (await disagreements(g, { shadow: 'bad_request' })) === 2 * n, { what: "the replacement's verdicts summed" });
+      await waitFor(() => served() === 3 * n, { what: 'the access lines' });
+      expect(pids(events(g, 'request').slice(2 * n))).toEqual(new Set([workers[1], replacement]));
+      // The dead worker's counts stay in the sums, and nothing is judged by the shadow it started with.
+      expect(await disagreements(g, { shadow: 'forbidden' })).toBe(n);
+      expect(events(g, 'shadow_policy_applied').filter((e) => e.pid === replacement)).toEqual([]);
+    } finally {
+      await g.stop();
+    }
+  }, 30_000);
+
+  it('reloads the shadow on SIGHUP to the primary, and every worker applies it', async () => {
+    const file = path.join(dir, 'workers-signalled.yaml');
+    writeFileSync(file, LIST_FORBIDDEN);
+    const g = await serve({ POLICY_SHADOW_FILE: file, WORKERS: '2', POLICY_WATCH: 'false' });
+    try {
+      const workers = events(g, 'listening')[0]!.workers as number[];
+      writeFileSync(file, LIST_NO_QUERY);
+      g.child.kill('SIGHUP');
+      expect(await waitFor(() => events(g, 'shadow_policy_reloaded')[0], { what: 'the shadow reloaded' })).toMatchObject({ trigger: 'signal', file, to: sha256(LIST_NO_QUERY) });
+      await waitFor(() => events(g, 'shadow_policy_applied').length === 2, { what: 'both workers to apply it' });
+      expect(pids(events(g, 'shadow_policy_applied'))).toEqual(new Set(workers));
+      // The enforced policy did not change: the workers were sent the shadow alone.
+      expect(events(g, 'policy_applied')).toEqual([]);
+    } finally {
+      await g.stop();
+    }
+  }, 30_000);
+
+  it('refuses at start-up a shadow file it cannot accept, as with one process', async () => {
+    const bad = path.join(dir, 'bad-workers.yaml');
+    writeFileSync(bad, 'routes: [\n');
+    const result = await runCli(['serve'], { REDIS_URL: redis.url, UPSTREAM_URL: upstream.url, POLICY_FILE: SHIPPED_POLICY_FILE, POLICY_SHADOW_FILE: bad, WORKERS: '2', PORT: '0', ADMIN_PORT: '0' });
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toContain('shadow policy refused (POLICY_SHADOW_FILE)');
+    expect(result.stderr).toMatch(new RegExp(`${bad}:\\d+`));
+  });
 });
 
 it('reloads the shadow file on SIGHUP, with the policy file', async () => {

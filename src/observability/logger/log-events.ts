@@ -43,6 +43,8 @@ export const LOG_EVENTS = {
   shadow_disagreement: event('info', 'the shadow policy judges a request otherwise than the enforced one (at most one line a second per route and verdicts)'),
   shadow_policy_reloaded: event('info', 'shadow policy reloaded'),
   shadow_policy_refused: event('error', 'shadow policy reload refused; the running shadow stays'),
+  shadow_policy_applied: event('info', 'shadow policy applied'),
+  shadow_policy_not_applied: event('error', "the primary's shadow policy could not be compiled here; the running shadow stays"),
   // The process
   setting_retired: event('warn', 'a setting that no longer exists is set: it is ignored'),
   listening: event('info', 'listening'),
