@@ -3,16 +3,20 @@
  * `acquirer-gateway policy explain METHOD TARGET --key-id ID`: how the gateway would judge a request,
  * step by step (policy/explain.ts), for a key read from Redis by its id. Nothing is sent anywhere.
  */
-import { METHODS } from 'node:http';
+import { METHODS, type OutgoingHttpHeaders } from 'node:http';
+import { CONFIG_FIELDS } from '../config/env.js';
 import type { ApiKeyRecord } from '../keys/api-key.js';
 import { KeyNotFoundError } from '../keys/key-store.js';
 import { toVerdict } from '../keys/key-verdict.js';
+import { ACQUIRER_KEY_ID_HEADER, ACQUIRER_SIGNATURE_HEADER } from '../net/header-names.js';
 import { parseAddress, type IpAddress } from '../net/ip-allowlist.js';
 import type { CompiledPolicy } from '../policy/compile.js';
-import { explainRequest, type ExplainedKey, type Explanation } from '../policy/explain.js';
+import { explainRequest, type ExplainedKey, type Explanation, type UpstreamSigning } from '../policy/explain.js';
+import { createAcquirerSigner } from '../proxy/acquirer-signature.js';
 import { AnsweredNo, parseCommandLine, UsageError } from './command-line.js';
 import { keyIdArgument } from './key-arguments.js';
 import { withKeyStore } from './key-store-access.js';
+import { setting } from './settings.js';
 
 export interface ExplainContext {
   readonly env: NodeJS.ProcessEnv;
@@ -66,9 +70,25 @@ function explainedKey(record: ApiKeyRecord): ExplainedKey {
   return { kind: 'disabled', id: record.id, acquirerId: record.acquirer_id, disabledAt: record.disabled_at ?? 'an unknown time' };
 }
 
+/**
+ * ACQUIRER_SIGNING_SECRET as serve reads it (a bad value is a usage error that never quotes it): the
+ * proxy's own signer, so that the headers listed are those it would send this second. Undefined when
+ * unset: nothing is signed. `now`: the wall clock, ms (tests).
+ */
+export function upstreamSigning(env: NodeJS.ProcessEnv, now?: () => number): UpstreamSigning | undefined {
+  const sign = createAcquirerSigner(setting(env, CONFIG_FIELDS.acquirerSigningSecret), now);
+  if (sign === undefined) return undefined;
+  return (method, target, key) => {
+    const headers: OutgoingHttpHeaders = {};
+    sign(headers, method, target, key);
+    return [ACQUIRER_KEY_ID_HEADER, ACQUIRER_SIGNATURE_HEADER].map((name) => ({ name, value: String(headers[name]) }));
+  };
+}
+
 /** `policy explain`: prints the explanation; a refused request exits 3 (AnsweredNo). */
 export async function explainCommand(args: string[], ctx: ExplainContext): Promise<void> {
   const request = parseExplainArguments(args, ctx.usage);
+  const sign = upstreamSigning(ctx.env);
   const file = request.policyFile ?? ctx.defaultFile();
   const policy = await ctx.load(file);
   const record = await withKeyStore(ctx.env, async (store) => {
@@ -76,7 +96,7 @@ export async function explainCommand(args: string[], ctx: ExplainContext): Promi
     if (found === null) throw new KeyNotFoundError(request.keyId);
     return found;
   });
-  const explanation = explainRequest(policy, explainedKey(record), request);
+  const explanation = explainRequest(policy, explainedKey(record), request, sign);
   ctx.out(explanationText(explanation, request, file));
   if (explanation.verdict.kind === 'refused') throw new AnsweredNo(`refused: ${explanation.verdict.code}`);
 }
@@ -100,6 +120,10 @@ export function explanationText(explanation: Explanation, request: Pick<ExplainA
     lines.push('allowed; the gateway answers it itself, and nothing goes upstream', `  ${verdict.status} the permission catalogue`);
   } else {
     lines.push('allowed; the upstream receives', `  ${verdict.method} ${verdict.target}`, `  ${verdict.header.name}: ${verdict.header.value}`);
+    if (verdict.signed !== undefined) {
+      lines.push(...verdict.signed.map((header) => `  ${header.name}: ${header.value}`));
+      lines.push('  (ACQUIRER_SIGNING_SECRET: signed for this second, t; the gateway signs each request as it sends it)');
+    }
   }
   const unless = explanation.steps.flatMap((step) => (step.unless === undefined ? [] : [`  - ${step.unless}`]));
   if (unless.length > 0) lines.push('unless, in steps not judged here:', ...unless);

@@ -1,5 +1,6 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { createKey, runCli, startServe, type ServeProcess } from '../helpers/cli.js';
 import { bearer, request } from '../helpers/http.js';
 import { SHIPPED_POLICY_FILE } from '../helpers/policy.js';
@@ -67,6 +68,33 @@ describe('policy explain', () => {
     const stated = statedRefusal(result.stdout);
     expect(stated.code).toBe(code);
     expect(await gatewayAnswer(method, target, created.key)).toEqual({ status: stated.status, body: stated.body });
+  });
+
+  it('with ACQUIRER_SIGNING_SECRET: lists the key id and the signature for this second, which a backend verifies, and never the secret', async () => {
+    const { verifyAcquirerSignature } = (await import(pathToFileURL(path.resolve('docs/verify-acquirer-signature.mjs')).href)) as {
+      verifyAcquirerSignature: (req: { method: string; url: string; headers: Record<string, string> }, secrets: string[]) => boolean;
+    };
+    const secret = 'explain-secret-0123456789abcdefghijk';
+    const { id } = await createKey(env, { acquirer: 'acq_alpha', permissions: ['eod_list', 'eod_read'] });
+    const target = '/v1/acquirer/eod_statements?page=2';
+    const from = Math.floor(Date.now() / 1000);
+    const result = await runCli(['policy', 'explain', 'GET', target, '--key-id', id], { ...env, ACQUIRER_SIGNING_SECRET: secret });
+    const to = Math.floor(Date.now() / 1000);
+    expect([result.code, result.stderr]).toEqual([0, '']);
+    const listed = /\nallowed; the upstream receives\n {2}GET (\S+)\n {2}x-acquirer-id: (\S+)\n {2}x-acquirer-key-id: (\S+)\n {2}x-acquirer-signature: (t=(\d+),v1=[0-9a-f]{64})\n/.exec(result.stdout);
+    expect(listed).not.toBeNull();
+    const [, url, acquirerId, keyId, signature, t] = listed!;
+    expect([url, acquirerId, keyId]).toEqual([target, 'acq_alpha', id]);
+    expect(Number(t)).toBeGreaterThanOrEqual(from);
+    expect(Number(t)).toBeLessThanOrEqual(to);
+    const headers = { 'x-acquirer-id': acquirerId!, 'x-acquirer-key-id': keyId!, 'x-acquirer-signature': signature! };
+    expect(verifyAcquirerSignature({ method: 'GET', url: target, headers }, [secret])).toBe(true);
+    expect(verifyAcquirerSignature({ method: 'GET', url: target, headers }, ['other-secret-0123456789abcdefghijklmn'])).toBe(false);
+    expect(result.stdout).not.toContain(secret);
+
+    const unsigned = await runCli(['policy', 'explain', 'GET', target, '--key-id', id], env);
+    expect(unsigned.code).toBe(0);
+    expect(unsigned.stdout).not.toMatch(/x-acquirer-(signature|key-id)/);
   });
 
   it('without --from, names the whitelist and the answer from outside it', async () => {

@@ -1,6 +1,9 @@
+import { createHmac } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createPipeline } from '../../../src/app/pipeline.js';
+import { UsageError } from '../../../src/cli/command-line.js';
+import { explanationText, upstreamSigning } from '../../../src/cli/policy-explain.js';
 import { errorBody } from '../../../src/errors/error-response.js';
 import type { ApiKeyRecord } from '../../../src/keys/api-key.js';
 import { KeyResolver } from '../../../src/keys/key-resolver.js';
@@ -84,6 +87,74 @@ describe('the verdict', () => {
     const explanation = explain('GET', '/v1/acquirer/api_keys/permissions?anything=1', { permissions: [] });
     expect(explanation.verdict).toEqual({ kind: 'served', status: 200, body: policy.catalogueBody.toString() });
     expect(explanation.steps.find((step) => step.title === 'query')!.says).toBe('any, unread: the gateway answers the route itself');
+  });
+});
+
+describe('with ACQUIRER_SIGNING_SECRET', () => {
+  const NEW = 'new-secret-0123456789abcdefghijklmnop';
+  const OLD = 'old-secret-0123456789abcdefghijklmnop';
+  const NOW_MS = 1_767_225_600_987;
+  const T = 1_767_225_600;
+  const hmac = (secret: string, text: string) => createHmac('sha256', secret).update(text).digest('hex');
+
+  it("a forwarded request lists the key id and the signature the proxy's signer computes for that second, one v1 per secret", () => {
+    const sign = upstreamSigning({ ACQUIRER_SIGNING_SECRET: `${NEW},${OLD}` }, () => NOW_MS)!;
+    const target = '/v1/acquirer/eod_statements?page=2';
+    const record = newRecord({ acquirer_id: 'acq_7', permissions: ['eod_list', 'eod_read'] });
+    const explanation = explainRequest(policy, keyOf(record), { method: 'GET', target }, sign);
+    // The signed text as docs/security.md gives it, computed here apart from the gateway's code.
+    const text = `${T}\nGET\n${target}\nacq_7\n${record.id}`;
+    expect(explanation.verdict).toEqual({
+      kind: 'forwarded',
+      method: 'GET',
+      target,
+      header: { name: 'x-acquirer-id', value: 'acq_7' },
+      signed: [
+        { name: 'x-acquirer-key-id', value: record.id },
+        { name: 'x-acquirer-signature', value: `t=${T},v1=${hmac(NEW, text)},v1=${hmac(OLD, text)}` },
+      ],
+    });
+    expect(explanation.steps.at(-1)!.says).toBe('proxied upstream: the request-target exactly as sent, the acquirer header set from the key, signed (ACQUIRER_SIGNING_SECRET)');
+    const printed = explanationText(explanation, { method: 'GET', target, keyId: record.id }, 'policy.yaml');
+    expect(printed).toContain(
+      `\nallowed; the upstream receives\n  GET ${target}\n  x-acquirer-id: acq_7\n  x-acquirer-key-id: ${record.id}\n  x-acquirer-signature: t=${T},v1=${hmac(NEW, text)},v1=${hmac(OLD, text)}\n`,
+    );
+    expect(printed).not.toContain(NEW);
+    expect(printed).not.toContain(OLD);
+  });
+
+  it('a refused or self-answered request is not signed: nothing goes upstream', () => {
+    let signed = 0;
+    const sign = () => {
+      signed++;
+      return [];
+    };
+    const record = newRecord({ permissions: ['eod_list'] });
+    expect(explainRequest(policy, keyOf(record), { method: 'GET', target: '/v1/acquirer/eod_statements' }, sign).verdict.kind).toBe('refused');
+    expect(explainRequest(policy, keyOf(record), { method: 'GET', target: '/v1/acquirer/api_keys/permissions' }, sign).verdict.kind).toBe('served');
+    expect(signed).toBe(0);
+  });
+
+  it('unset: nothing signed, and no signature header listed', () => {
+    expect(upstreamSigning({})).toBeUndefined();
+    expect(upstreamSigning({ ACQUIRER_SIGNING_SECRET: '' })).toBeUndefined();
+    const record = newRecord({ permissions: ['eod_list', 'eod_read'] });
+    const explanation = explainRequest(policy, keyOf(record), { method: 'GET', target: '/v1/acquirer/eod_statements' }, undefined);
+    expect(explanation.verdict).not.toHaveProperty('signed');
+    expect(explanationText(explanation, { method: 'GET', target: '/v1/acquirer/eod_statements', keyId: record.id }, 'policy.yaml')).not.toMatch(/x-acquirer-(signature|key-id)/);
+  });
+
+  it('a value serve would refuse is a usage error naming the setting, never the value', () => {
+    const short = 'too-short-a-secret';
+    let thrown: unknown;
+    try {
+      upstreamSigning({ ACQUIRER_SIGNING_SECRET: short });
+    } catch (err) {
+      thrown = err;
+    }
+    expect(thrown).toBeInstanceOf(UsageError);
+    expect((thrown as Error).message).toMatch(/^invalid configuration: ACQUIRER_SIGNING_SECRET: /);
+    expect((thrown as Error).message).not.toContain(short);
   });
 });
 
