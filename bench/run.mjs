@@ -10,6 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { drive, loadGenerator } from './lib/load.mjs';
 import { measureFleet } from './fleet.mjs';
+import { measureLimitsAccuracy, measureLimitsCost } from './limits.mjs';
 import { measureVerdicts } from './verdicts.mjs';
 import { cpuSeconds, gatewayCli, get, peakRssDuring, rss, startGateway, startNginx, startRedis, startScript, stopAll } from './lib/services.mjs';
 
@@ -25,6 +26,8 @@ const SOAK_CONNECTIONS = Number(env.BENCH_SOAK_CONNECTIONS ?? 10);
 const WRITE_SOAK_REQUESTS = Number(env.BENCH_WRITE_SOAK_REQUESTS ?? 200_000);
 const FLEET_SECONDS = Number(env.BENCH_FLEET_SECONDS ?? 15);
 const FLEET_DISABLES = Number(env.BENCH_FLEET_DISABLES ?? 5);
+const LIMITS_SECONDS = Number(env.BENCH_LIMITS_SECONDS ?? 10);
+const LIMITS_CONNECTIONS = Number(env.BENCH_LIMITS_CONNECTIONS ?? 4);
 const KEY_CACHE_TTL_MS = 60_000; // the gateway's default, which this run keeps
 /**
  * prom-client's event-loop figures come from Node's monitorEventLoopDelay, which records the time
@@ -33,7 +36,7 @@ const KEY_CACHE_TTL_MS = 60_000; // the gateway's default, which this run keeps
 const LOOP_SAMPLING_MS = 10;
 const delayOf = (metrics) => Math.max(0, metrics.acquirer_gateway_nodejs_eventloop_lag_p99_seconds * 1000 - LOOP_SAMPLING_MS);
 const loopDelayP99 = async (gw) => delayOf(await gw.metrics());
-const SCENARIOS = new Set((env.BENCH_SCENARIOS ?? 'list,write,burst,csv,flood,verdicts,disable,soak,cores,fleet').split(','));
+const SCENARIOS = new Set((env.BENCH_SCENARIOS ?? 'list,write,burst,csv,flood,verdicts,disable,soak,cores,fleet,limits').split(','));
 const LIST = '/v1/acquirer/eod_statements';
 const CSV = '/v1/acquirer/eod_statements/00000000-0000-4000-8000-000000000001.csv';
 const MiB = 1024 * 1024;
@@ -462,6 +465,66 @@ if (SCENARIOS.has('fleet')) {
   row(scenario, 'requests not refused after `keys disable` returned', String(f.violations.length), `${f.probesAfter} probe requests after the returns`, `${f.disables.length} keys disabled, each command ${Math.min(...f.disables).toFixed(0)}–${Math.max(...f.disables).toFixed(0)} ms; the last allowed request ${lastAllowed > 0 ? `${lastAllowed.toFixed(1)} ms after` : `${(-lastAllowed).toFixed(1)} ms before`} its return${f.notAllowedBefore ? `; ${f.notAllowedBefore} requests before a disable NOT answered 200` : ''}`, '0', refused);
   const p99s = f.propagation.map((p) => p.p99 * 1000);
   row(scenario, 'key change propagation p99 (histogram buckets)', `${Math.max(...p99s).toFixed(1)} ms (highest)`, shown(p99s, (ms) => `${ms.toFixed(1)} ms`), `${f.propagation.map((p) => p.count).join(', ')} notices observed; interpolated within buckets of 1, 5, 10, 25 ms…`, '≤ 1 s (the alert)', Math.max(...p99s) <= 1000);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Rate limits per key (bench/limits.mjs). Cost: the list at 50 connections through gateways of
+// their own, with no rate_limits (twice: the spread of two processes of one build) and with a default
+// limit far above the load, on the local store and on the Redis store. Accuracy: three gateways,
+// one key, a limit of 100 per second, load well above it spread over the three: allowed per second.
+if (SCENARIOS.has('limits')) {
+  log('rate limits: cost, the list at 50 connections, no limit against a limit far above the load');
+  const c = await measureLimitsCost({ gwEnv, auth, path: LIST, interleaved, driveMeasuringCpu, warmupS: WARMUP_S, durationS: DURATION_S, log });
+  const scenario = 'rate limits, JSON list, 50 conn, default limit 1,000,000/s (never reached)';
+  const B = 'no limit B';
+  // Two processes of one build differ round by round within this band (1 included): no limit B's
+  // ratios to the no-limit gateway, its highest and lowest round left out from 5 rounds up (on this
+  // VM one round in five can halve a process's requests/s). A store whose paired ratio falls inside
+  // it cannot be told from the no-limit gateway in this run.
+  const band = (xs) => {
+    const s = [...xs].sort((a, b) => a - b);
+    const kept = s.length >= 5 ? s.slice(1, -1) : s;
+    return [Math.min(1, kept[0]), Math.max(1, kept.at(-1))];
+  };
+  const [bandRps, bandCpu] = [band(c.sameBuildRounds.rps), band(c.sameBuildRounds.cpuUs)];
+  const judged = (x, [lo, hi]) => `${x >= lo && x <= hi ? 'within' : 'outside'} the band of two no-limit processes, ${lo.toFixed(2)}–${hi.toFixed(2)}× (no limit B's middle rounds)`;
+  const refsRps = `no limit ${c.rps['no limit'].toFixed(0)}, no limit B ${c.rps[B].toFixed(0)}`;
+  const refsCpu = `no limit ${c.cpuUs['no limit'].toFixed(0)} µs, no limit B ${c.cpuUs[B].toFixed(0)} µs`;
+  for (const store of ['local', 'redis']) {
+    row(scenario, `requests/s, ${store} store`, c.rps[store].toFixed(0), refsRps, `${(c.rps[store] / c.rps['no limit']).toFixed(2)}× no limit, paired ${c.rpsPaired[store].toFixed(2)}×: ${judged(c.rpsPaired[store], bandRps)}; no limit B paired ${c.rpsPaired[B].toFixed(2)}×; the no-limit gateway's own rounds spread over ${(c.roundSpread * 100).toFixed(0)}% of their median`);
+    row(scenario, `CPU per request, ${store} store`, `${c.cpuUs[store].toFixed(0)} µs`, refsCpu, `${(c.cpuUs[store] / c.cpuUs['no limit']).toFixed(2)}× no limit, paired ${c.cpuPaired[store].toFixed(2)}×: ${judged(c.cpuPaired[store], bandCpu)}; no limit B paired ${c.cpuPaired[B].toFixed(2)}×; main thread ${c.mainUs[store].toFixed(0)} µs against ${c.mainUs['no limit'].toFixed(0)} and ${c.mainUs[B].toFixed(0)}`);
+  }
+  const breakdown = (n) => Object.entries(c.commands[n].total).sort((a, b) => b[1] - a[1]).map(([cmd, k]) => `${cmd} ${k}`).join(', ') || 'none';
+  // INFO commandstats counts the commands a Lua script calls as well as the script's own call: the
+  // gateway's round trips are the script calls, the rest of the count is what each script ran.
+  const scriptCalls = (n) => ['eval', 'evalsha', 'eval_ro', 'evalsha_ro', 'fcall', 'fcall_ro'].reduce((sum, cmd) => sum + (c.commands[n].total[cmd] ?? 0), 0);
+  row(
+    scenario,
+    'Redis commands per request, redis store',
+    `${(scriptCalls('redis') / c.commands.redis.requests).toFixed(3)} script calls; ${c.commands.redis.perRequest.toFixed(3)} commands counted`,
+    `local store ${c.commands.local.perRequest.toFixed(6)}, no limit ${c.commands['no limit'].perRequest.toFixed(6)} commands counted`,
+    `${c.commands.redis.all} commands counted in ${c.commands.redis.requests} requests (${breakdown('redis')}): INFO commandstats counts the commands a script calls beside the script's own call. During the local store's rounds: ${breakdown('local')}. Every gateway of this scenario shares the Redis, so each count holds the others' background work too (announcements, the key's TTL refresh)`,
+  );
+  row(scenario, "Redis's CPU per request", `redis store ${c.redisCpuUs.redis.toFixed(1)} µs`, `local store ${c.redisCpuUs.local.toFixed(1)} µs, no limit ${c.redisCpuUs['no limit'].toFixed(1)} µs`, 'redis-server over the same rounds, on the same two cores');
+  row(scenario, 'load generator', loadGenerator, '', `load generator CPU ${Math.round(c.loadCpu * 100)}% of a core`);
+
+  for (const store of ['local', 'redis']) {
+    log(`rate limits: accuracy, 3 gateways, ${store} store, one key at 100 per second (burst 10)`);
+    const a = await measureLimitsAccuracy({ redisUrl: redis.url, upstreamUrl: origin.url, path: LIST, route: 'eod_statements_list', store, seconds: LIMITS_SECONDS, connections: LIMITS_CONNECTIONS, log });
+    const errorsShown = (e) => Object.entries(e).map(([context, n]) => `${context} ${n}`).join(', ');
+    for (const [i, p] of a.perInstance.entries()) log(`  instance ${'abc'[i]}: ${p.allowed} allowed, ${p.refused} refused (counted by rate_limited_total ${p.rateLimited}, by denials_total ${p.denied}), ${p.others} other; store errors: ${errorsShown(p.storeErrors)}; event-loop delay max ${p.loopDelayMaxMs.toFixed(0)} ms; wrk ${p.wrkRps.toFixed(0)} requests/s`);
+    const ok = Math.abs(a.allowedPerS - 100) <= 10;
+    const storeErrors = Object.values(a.storeErrors).reduce((n, k) => n + k, 0);
+    row(
+      `rate limits, 3 gateways (WORKERS=1), one key, 100/s burst 10, ${store} store, 3×${a.connections} conn`,
+      'allowed per second, the fleet',
+      a.allowedPerS.toFixed(1),
+      a.perInstance.map((p, i) => `${'abc'[i]} ${(p.allowed / a.windowS).toFixed(1)}`).join(', '),
+      `${a.allowed} answered 200 and ${a.refused} 429${a.others ? ` (and ${a.others} other statuses)` : ''} in ${a.windowS.toFixed(2)} s (refusals counted by acquirer_gateway_rate_limited_total: ${a.rateLimited}${a.rateLimited === a.refused ? '' : ', NOT the 429s'}; by denials_total{reason="rate_limited"}: ${a.denied}${a.denied === a.refused ? '' : ', NOT the 429s'}), ${a.offeredPerS.toFixed(0)} requests/s offered; Redis calls not answered in time (acquirer_gateway_rate_limit_store_errors_total): ${storeErrors ? errorsShown(a.storeErrors) : 'none'}; event-loop delay max ${a.perInstance.map((p) => p.loopDelayMaxMs.toFixed(0)).join(', ')} ms; ${store === 'local' ? `every instance counted 3 after ${a.countedAfterS.toFixed(1)} s of its start, and ${a.countedAfter.join(', ')} at the window's end` : `instances gauge at the window's end: ${a.countedAfter.map((n) => (Number.isNaN(n) ? 'absent' : n)).join(', ')} (the Redis store counts none)`}`,
+      '100 ± 10%',
+      ok,
+    );
+  }
 }
 
 await gateway.stop();
