@@ -46,6 +46,7 @@ upstream; sends nothing. Exit 0: allowed; 3: refused; 1: no such key, or Redis u
   --key-id ID       the key's id (key_…, as keys list prints it), read from Redis
   --from ADDRESS    the client's address as the gateway judges it (after TRUSTED_PROXIES)
   --policy FILE     the policy to judge by (POLICY_FILE, else ${DEFAULT_POLICY_FILE})
+With ACQUIRER_SIGNING_SECRET set, the signature headers are listed as signed this second.
 ${REDIS}`,
 };
 
