@@ -38,6 +38,12 @@ export function headerValues(rawHeaders: readonly string[], name: string): strin
   return values;
 }
 
+/** An empty statement list, as the list route answers with none. */
+export const emptyStatementList: UpstreamHandler = (_req, res) => {
+  res.writeHead(200, { 'content-type': 'application/json', 'content-length': '21' });
+  res.end('{"eod_statements":[]}');
+};
+
 const defaultHandler: UpstreamHandler = (req, res) => {
   const body = JSON.stringify({ upstream: true, url: req.url });
   res.writeHead(200, { 'content-type': 'application/json', 'x-upstream': 'yes' });

@@ -8,7 +8,7 @@ import { parseRawResponse, sendRaw } from '../helpers/raw.js';
 import { startTestRedis, type TestRedis } from '../helpers/redis.js';
 import { stopAll } from '../helpers/stop-all.js';
 import { tempDir } from '../helpers/temp-dir.js';
-import { startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
+import { emptyStatementList, startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
 import { waitFor } from '../helpers/wait.js';
 
 /**
@@ -52,10 +52,7 @@ const within = (seconds: number) =>
 beforeAll(async () => {
   redis = await startTestRedis();
   upstream = await startUpstream();
-  upstream.handle((_req, res) => {
-    res.writeHead(200, { 'content-type': 'application/json', 'content-length': '21' });
-    res.end('{"eod_statements":[]}');
-  });
+  upstream.handle(emptyStatementList);
   policyFile = path.join(tempDir('agw-rates-'), 'rates.yaml');
   writeFileSync(policyFile, POLICY_TEXT);
 }, 30_000);
@@ -176,10 +173,7 @@ describe('RATE_LIMIT_STORE=local', () => {
       expect(await stopped).toBe(0);
     } finally {
       release();
-      upstream.handle((_req, res) => {
-        res.writeHead(200, { 'content-type': 'application/json', 'content-length': '21' });
-        res.end('{"eod_statements":[]}');
-      });
+      upstream.handle(emptyStatementList);
     }
   }, 30_000);
 

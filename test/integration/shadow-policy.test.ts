@@ -8,7 +8,7 @@ import { SHIPPED_POLICY_FILE } from '../helpers/policy.js';
 import { startTestRedis, type TestRedis } from '../helpers/redis.js';
 import { stopAll } from '../helpers/stop-all.js';
 import { tempDir } from '../helpers/temp-dir.js';
-import { startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
+import { emptyStatementList, startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
 import { waitFor } from '../helpers/wait.js';
 
 /**
@@ -57,10 +57,7 @@ function answer(result: HttpResult): unknown {
 beforeAll(async () => {
   redis = await startTestRedis();
   upstream = await startUpstream();
-  upstream.handle((_req, res) => {
-    res.writeHead(200, { 'content-type': 'application/json', 'content-length': '21' });
-    res.end('{"eod_statements":[]}');
-  });
+  upstream.handle(emptyStatementList);
   dir = tempDir('agw-shadow-');
   shadowFile = path.join(dir, 'shadow.yaml');
   writeFileSync(shadowFile, LIST_FORBIDDEN);
