@@ -41,6 +41,7 @@ export class InstanceCount {
   readonly #timer: NodeJS.Timeout;
   readonly #onReady = () => void this.#tick();
   #left = false;
+  #leaving: Promise<void> | undefined;
 
   constructor(options: InstanceCountOptions) {
     this.#options = options;
@@ -71,12 +72,12 @@ export class InstanceCount {
    * Leaves the set, as the gateway starts draining: the others count one fewer at their next reading
    * rather than after the expiry, and a drain of SHUTDOWN_TIMEOUT_MS does not hold their shares down.
    */
-  async leave(): Promise<void> {
-    if (this.#left) return;
+  leave(): Promise<void> {
     this.#left = true;
     clearInterval(this.#timer);
     this.#options.client.off('ready', this.#onReady);
-    await this.#remove();
+    // Once: a close after the drain waits for the removal the drain's start sent.
+    return (this.#leaving ??= this.#remove());
   }
 
   async #remove(): Promise<void> {
