@@ -108,4 +108,10 @@ describe('the README and docs/', () => {
     const mentions = files.flatMap((f) => (diary.test(read(f)) && !f.endsWith('docs.test.ts') ? [f] : []));
     expect(mentions).toEqual([]);
   });
+
+  it('nothing tracked points at a file outside the repository', () => {
+    const files = execFileSync('git', ['ls-files'], { encoding: 'utf8' }).split('\n').filter((f) => /\.(md|ts|mjs|js|yaml|yml|json)$/.test(f) && !f.endsWith('package-lock.json'));
+    const outside = files.flatMap((f) => (/\.\.\/shared\//.test(read(f)) && !f.endsWith('docs.test.ts') ? [f] : []));
+    expect(outside).toEqual([]);
+  });
 });

@@ -37,7 +37,7 @@ describe('the shipped policy', () => {
       ['GET', '/v1/acquirer/eod_statements/by_date/:date.csv', ['eod_list', 'eod_read'], undefined],
       ['GET', '/v1/acquirer/api_keys/permissions', [], 'permission_catalogue'],
     ]);
-    // The four of the statements, and the 37 routes of the routes document (../shared/spec/acquirer-api-routes.md).
+    // The four of the statements, and the 37 routes of the live API's documentation (docs/api.md, "The rest of the API").
     expect(policy.routes).toHaveLength(41);
     // Every permission of the catalogue guards a route now.
     expect(new Set(policy.routes.flatMap((r) => r.permissions))).toEqual(policy.permissionNames);
