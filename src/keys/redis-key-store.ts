@@ -60,7 +60,7 @@ export class RedisKeyStore implements KeyStore {
       versionKey: subscribe ? new RedisLayout(prefix, 0).version : undefined,
       onVersion: (stored) => {
         if (!this.#counter.aheadOfNotices(stored)) return;
-        options.onError?.(new Error('the change counter is ahead of the notices heard: a notice was lost, or is late; everything cached is dropped'), 'key change notices');
+        options.onError?.(new Error('the change counter is ahead of the notices heard: a notice was lost, or is late; everything cached is dropped'), 'key change counter');
         this.#emit({ type: 'resync' });
       },
       onEvent: (event) => {

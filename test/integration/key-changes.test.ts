@@ -118,6 +118,6 @@ it('a change whose notice was lost is caught by the change counter: refused with
   await waitFor(async () => (await statuses(key)).every((s) => s === 401), { timeoutMs: 2_500, intervalMs: 20, what: 'every gateway to refuse the key' });
   expect(Date.now() - writtenAt).toBeLessThan(2_500); // health checks every second; far under the minute of the cache
   for (const g of gateways) {
-    await waitFor(() => g.logLines.some((line) => line.includes('"context":"key change notices"') && line.includes('change counter is ahead')), { what: 'the lost notice logged' });
+    await waitFor(() => g.logLines.some((line) => line.includes('"event":"key_store_problem"') && line.includes('"context":"key change counter"')), { what: 'the lost notice logged' });
   }
 });
