@@ -159,10 +159,15 @@ const URL_HEADERS: ReadonlyMap<string, (value: string, upstreamOrigin: string) =
  * Whether a response header, as it would be passed, names the upstream's host, anywhere in it and with
  * any scheme, port or none: a URL that could not be made relative (another scheme or port, a Location's
  * `?next=`), a `Link` anchor, a `Content-Disposition` parameter, a header sent twice and joined by Node.
- * Searched in the percent-decoded text too (a login URL's `?service=http%3A%2F%2Fhost…`).
+ * Searched in the percent-decoded text too (a login URL's `?service=http%3A%2F%2Fhost…`), as
+ * redactSecrets searches for a key: a text encoded more often than percentDecode's rounds fails closed.
  */
 function namesUpstream(text: string, host: RegExp): boolean {
-  return host.test(text) || (text.includes('%') && host.test(percentDecode(text).text));
+  if (host.test(text)) return true;
+  if (!text.includes('%')) return false;
+  // Encoded past the decoder's rounds: what it hides cannot be judged, so it counts as naming it.
+  const { text: decoded, complete } = percentDecode(text);
+  return !complete || host.test(decoded);
 }
 
 /**

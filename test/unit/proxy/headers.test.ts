@@ -239,6 +239,10 @@ describe('buildClientHeaders', () => {
     ['/login?next=http://10.0.0.5:8080/v1/x', undefined],
     ['https://storage.example/x?back=http://10.0.0.5:8080/y', undefined],
     ['https://sso.example/login?service=http%3A%2F%2F10.0.0.5%3A8080%2Fcb', undefined],
+    // Encoded more often than the decoder's rounds: what it hides cannot be judged, so not passed.
+    ['https://sso.example/login?service=http%252525253A%252525252F%252525252F10%252525252E0%252525252E0%252525252E5', undefined],
+    ['https://sso.example/login?service=a%2525252541b', undefined],
+    ['https://sso.example/login?service=a%25252541b', 'https://sso.example/login?service=a%25252541b'],
     // Other hosts that merely begin like it, and URLs elsewhere: passed as they are.
     ['http://10.0.0.50:8080/a', 'http://10.0.0.50:8080/a'],
     // A name that holds the address shows it all the same: not passed.
