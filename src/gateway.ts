@@ -68,7 +68,7 @@ export function followPolicyFile(gateway: RunningGateway, config: Pick<Config, '
 export function followShadowFile(gateway: RunningGateway, config: Pick<Config, 'policyShadowFile' | 'policyWatch'>, loaded: LoadedPolicy, logger: Logger): PolicyFile {
   const shadowFile = new PolicyFile(config.policyShadowFile, loaded, {
     logger,
-    events: { reloaded: 'shadow_policy_reloaded', refused: 'shadow_policy_refused' },
+    holds: 'shadow',
     onAccepted: (next) => gateway.useShadowPolicy(next.policy),
   });
   if (config.policyWatch) void shadowFile.watch();

@@ -7,21 +7,19 @@
  */
 import type { Worker } from 'node:cluster';
 import { AggregatorRegistry } from 'prom-client';
-import { createAdminServer, type AdminServer, type ReadinessCheck } from '../admin/admin-server.js';
+import { createAdminServer, type AdminServer, type MetricsSource, type ReadinessCheck } from '../admin/admin-server.js';
 import type { Config } from '../config/env.js';
 import { freePort, listen } from '../http/listen.js';
 import { handleRunningSignals, type StartUpSignals } from '../lifecycle/signals.js';
 import type { Logger } from '../observability/logger/logger.js';
-import { createPrimaryMetrics } from '../observability/metrics/metrics.js';
+import { createPrimaryMetrics, type PrimaryMetrics } from '../observability/metrics/metrics.js';
 import { WorkerSums } from '../observability/metrics/worker-sums.js';
 import type { LoadedPolicy } from '../policy/load.js';
-import { PolicyFile } from '../policy/watch.js';
+import { PolicyFile, type PolicyFileOptions } from '../policy/watch.js';
 import { WorkerQuestions } from './questions.js';
 import { WorkerStartError, WorkerSupervisor } from './supervisor.js';
 
 export { WorkerStartError };
-
-const SHADOW_EVENTS = { reloaded: 'shadow_policy_reloaded', refused: 'shadow_policy_refused' } as const;
 
 /**
  * Binds the admin listener, forks `config.workers` workers and waits until each listens. `policy` is
@@ -34,64 +32,93 @@ export async function runPrimary(config: Config, logger: Logger, startUp: StartU
   const sums = new WorkerSums<Worker>((err, worker) => logger.event('worker_sums_lost', { err, worker_pid: worker.process.pid }));
   const primaryMetrics = createPrimaryMetrics();
   let supervisor: WorkerSupervisor | undefined;
-  const policyFile = new PolicyFile(config.policyFile, policy, {
-    logger,
-    reloads: primaryMetrics.policyReloads,
-    // A worker still starting is given it when it says it is ready, if what it asked for is older.
-    onAccepted: (next) => supervisor?.policyAccepted(next),
-  });
-  // Followed as the policy file is; its reloads are not counted in policy_reloads_total.
-  const shadowFile = shadow === undefined ? undefined : new PolicyFile(config.policyShadowFile, shadow, { logger, events: SHADOW_EVENTS, onAccepted: (next) => supervisor?.shadowAccepted(next) });
-  const files = shadowFile === undefined ? [policyFile] : [policyFile, shadowFile];
+  const files = followPolicyFiles(config, logger, { policy, shadow, reloads: primaryMetrics.policyReloads, supervisor: () => supervisor });
   const listening = () => supervisor?.listening() ?? [];
   const admin = createAdminServer({
-    metrics: {
-      contentType: AggregatorRegistry.PROMETHEUS_CONTENT_TYPE,
-      text: async () => {
-        const fresh = new Set<Worker>();
-        for (const { worker, answer } of await questions.ask(listening(), 'metrics')) if (answer !== null && sums.answered(worker, answer.metrics!, answer.id)) fresh.add(worker);
-        return (await sums.scrape(fresh, [await primaryMetrics.collect()])).metrics();
-      },
-    },
-    readiness: () => clusterReadiness(questions, listening(), policyFile.accepted.policy.contentHash, supervisor),
+    metrics: summedMetrics(questions, listening, sums, primaryMetrics),
+    readiness: () => clusterReadiness(questions, listening(), files.policy.accepted.policy.contentHash, supervisor),
     token: config.adminToken,
   });
   // The admin port first: if it is taken, nothing has been forked yet.
   const adminPort = await listen(admin, config.adminPort, config.adminHost);
   const port = await publicPort(config, admin);
   let stopped: Promise<void> | undefined;
-  const stop = (reason: string, exitCode: number): Promise<void> => (stopped ??= stopAll(reason, exitCode, { logger, files, supervisor: supervisor!, admin }));
+  const stop = (reason: string, exitCode: number): Promise<void> => (stopped ??= stopAll(reason, exitCode, { logger, files: files.all, supervisor: supervisor!, admin }));
   supervisor = new WorkerSupervisor({
     config,
     logger,
     questions,
     port,
-    policy: () => policyFile.accepted,
-    shadow: () => shadowFile?.accepted,
+    policy: () => files.policy.accepted,
+    shadow: () => files.shadow?.accepted,
     onGone: (w) => sums.retire(w),
     onNoneServing: () => void stop('worker could not start', 1),
   });
   supervisor.watch();
-
-  const reload = () => files.forEach((file) => void file.reload('signal'));
-  const addSignalHandlers = () => handleRunningSignals(logger, { stop: (signal) => void stop(signal, 0), stopNow: () => supervisor!.killAll(), reload });
-  // The files were read before this, and may have changed since the SIGHUP that says so.
-  if (startUp.handOver(addSignalHandlers).reloadAsked) reload();
-  if (config.policyWatch) files.forEach((file) => void file.watch());
-
+  handleSignals(config, logger, startUp, { files: files.all, supervisor, stop });
   try {
     await supervisor.startAll();
   } catch (err) {
     // A signal during start-up: the workers it stopped are not a failure to report.
     if (stopped !== undefined) return void (await stopped);
     supervisor.killAll();
-    files.forEach((file) => file.close());
+    files.all.forEach((file) => file.close());
     admin.close();
     throw err;
   }
   // Stopping already (a signal while the workers started): they listen only to drain.
   if (stopped !== undefined) return void (await stopped);
   logger.event('listening', { port, host: config.host, admin_port: adminPort, admin_host: config.adminHost, workers: supervisor.pids() });
+}
+
+interface FollowedFiles {
+  readonly policy: PolicyFile;
+  readonly shadow: PolicyFile | undefined;
+  readonly all: readonly PolicyFile[];
+}
+
+/**
+ * The policy file and POLICY_SHADOW_FILE, read here for every worker: a worker still starting is
+ * given what was accepted when it says it is ready, if what it asked for is older. Only the enforced
+ * policy's reloads are counted in policy_reloads_total.
+ */
+function followPolicyFiles(
+  config: Config,
+  logger: Logger,
+  { policy, shadow, reloads, supervisor }: { policy: LoadedPolicy; shadow: LoadedPolicy | undefined; reloads: PolicyFileOptions['reloads']; supervisor: () => WorkerSupervisor | undefined },
+): FollowedFiles {
+  const policyFile = new PolicyFile(config.policyFile, policy, { logger, reloads, onAccepted: (next) => supervisor()?.policyAccepted(next) });
+  const shadowFile = shadow === undefined ? undefined : new PolicyFile(config.policyShadowFile, shadow, { logger, holds: 'shadow', onAccepted: (next) => supervisor()?.shadowAccepted(next) });
+  return { policy: policyFile, shadow: shadowFile, all: shadowFile === undefined ? [policyFile] : [policyFile, shadowFile] };
+}
+
+/** `/metrics`: every listening worker asked for its own, summed with what the primary counts itself. */
+function summedMetrics(questions: WorkerQuestions, listening: () => Worker[], sums: WorkerSums<Worker>, primaryMetrics: PrimaryMetrics): MetricsSource {
+  return {
+    contentType: AggregatorRegistry.PROMETHEUS_CONTENT_TYPE,
+    text: async () => {
+      const fresh = new Set<Worker>();
+      for (const { worker, answer } of await questions.ask(listening(), 'metrics')) if (answer !== null && sums.answered(worker, answer.metrics!, answer.id)) fresh.add(worker);
+      return (await sums.scrape(fresh, [await primaryMetrics.collect()])).metrics();
+    },
+  };
+}
+
+/**
+ * SIGTERM/SIGINT drain every worker, a second one kills them, SIGHUP reloads the files; and they are
+ * watched when POLICY_WATCH says so.
+ */
+function handleSignals(
+  config: Config,
+  logger: Logger,
+  startUp: StartUpSignals,
+  { files, supervisor, stop }: { files: readonly PolicyFile[]; supervisor: WorkerSupervisor; stop: (reason: string, exitCode: number) => Promise<void> },
+): void {
+  const reload = () => files.forEach((file) => void file.reload('signal'));
+  const addSignalHandlers = () => handleRunningSignals(logger, { stop: (signal) => void stop(signal, 0), stopNow: () => supervisor.killAll(), reload });
+  // The files were read before this, and may have changed since the SIGHUP that says so.
+  if (startUp.handOver(addSignalHandlers).reloadAsked) reload();
+  if (config.policyWatch) files.forEach((file) => void file.watch());
 }
 
 /**

@@ -23,7 +23,11 @@ export const RELOAD_PIPE_WAIT_MS = 10_000;
 /** What says a file changed, as a poll of its status sees it. */
 const signature = (stats: Stats): string => `${stats.dev}:${stats.ino}:${stats.size}:${stats.mtimeMs}:${stats.ctimeMs}`;
 
-const ENFORCED_EVENTS = { reloaded: 'policy_reloaded', refused: 'policy_reload_refused' } as const;
+/** The log events of a reload accepted and refused, by the policy the file holds. */
+const RELOAD_EVENTS = {
+  enforced: { reloaded: 'policy_reloaded', refused: 'policy_reload_refused' },
+  shadow: { reloaded: 'shadow_policy_reloaded', refused: 'shadow_policy_refused' },
+} as const;
 
 export type ReloadResult = 'success' | 'unchanged' | 'failure';
 
@@ -31,8 +35,8 @@ export interface PolicyFileOptions {
   readonly logger: Logger;
   /** `policy_reloads_total`, counted once per reload whatever the number of processes serving; none for the shadow. */
   readonly reloads?: Counter<'result'>;
-  /** The log events of a reload accepted and refused: the enforced policy's unless told (the shadow's). */
-  readonly events?: { readonly reloaded: 'policy_reloaded' | 'shadow_policy_reloaded'; readonly refused: 'policy_reload_refused' | 'shadow_policy_refused' };
+  /** Which policy the file holds, and so which log events its reloads write: the enforced one unless told. */
+  readonly holds?: keyof typeof RELOAD_EVENTS;
   /** Each policy accepted after the first: the one process's requests, or (WORKERS) every worker. */
   readonly onAccepted: (next: LoadedPolicy) => void;
   /** RELOAD_PIPE_WAIT_MS unless told (tests). */
@@ -144,7 +148,8 @@ export class PolicyFile {
   }
 
   async #load(trigger: 'signal' | 'file'): Promise<ReloadResult> {
-    const { logger, reloads, onAccepted, events = ENFORCED_EVENTS } = this.#options;
+    const { logger, reloads, onAccepted, holds = 'enforced' } = this.#options;
+    const events = RELOAD_EVENTS[holds];
     // Before the read: a change after it shows as another status, and is read again.
     this.#readAs = await stat(this.#file).then(signature, () => null);
     // loadPolicy reports every problem of the file's as a refusal; anything it throws is ours, and
