@@ -4,12 +4,20 @@
 import { readFileSync } from 'node:fs';
 
 var engines = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).engines.node;
-var needed = Number(/(\d+)/.exec(engines)[1]);
+var needed = /(\d+)\.(\d+)\.(\d+)/.exec(engines).slice(1).map(Number);
 var found = process.versions.node;
-if (Number(found.split('.')[0]) < needed) {
+var have = found.split('.').map(Number);
+var older = false;
+for (var i = 0; i < 3; i++) {
+  if (have[i] !== needed[i]) {
+    older = have[i] < needed[i];
+    break;
+  }
+}
+if (older) {
   process.stderr.write(
-    'acquirer-gateway: Node.js ' + needed + ' or later is needed, and this is ' + found +
-      ': install it with `npm install -g node@' + needed + '` (or `nvm install ' + needed + '`), then run this again\n',
+    'acquirer-gateway: Node.js ' + needed.join('.') + ' or later is needed, and this is ' + found +
+      ': install it with `npm install -g node@' + needed[0] + '` (or `nvm install ' + needed[0] + '`), then run this again\n',
   );
   process.exit(1);
 }

@@ -524,23 +524,48 @@ describe('help', () => {
 
 describe('on an older Node.js', () => {
   /** A copy of the built command whose package.json asks for a Node.js this one is older than. */
-  function installNeeding(major: number): string {
+  function installNeeding(version: string): string {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'gw-node-version-'));
     cpSync('dist', path.join(dir, 'dist'), { recursive: true });
     cpSync('scripts', path.join(dir, 'scripts'), { recursive: true });
     symlinkSync(path.resolve('node_modules'), path.join(dir, 'node_modules'));
     const pkg = JSON.parse(readFileSync('package.json', 'utf8')) as { engines: { node: string } };
-    writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ ...pkg, engines: { node: `>=${major}.0.0` } }));
+    writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ ...pkg, engines: { node: `>=${version}` } }));
     return dir;
   }
-  const needed = Number(process.versions.node.split('.')[0]) + 1;
-  const line = `acquirer-gateway: Node.js ${needed} or later is needed, and this is ${process.versions.node}: install it with \`npm install -g node@${needed}\` (or \`nvm install ${needed}\`), then run this again\n`;
+  const [major, minor] = process.versions.node.split('.').map(Number) as [number, number];
+  const needed = `${major + 1}.0.0`;
+  const line = `acquirer-gateway: Node.js ${needed} or later is needed, and this is ${process.versions.node}: install it with \`npm install -g node@${major + 1}\` (or \`nvm install ${major + 1}\`), then run this again\n`;
 
   it.each([[['serve']], [['keys', 'list']], [['--help']]])('%j stops first, with one line naming the version found, the one needed and how to get it', (args) => {
     const dir = installNeeding(needed);
     try {
       const result = spawnSync(process.execPath, [path.join(dir, 'dist/cli.js'), ...args], { encoding: 'utf8', env: { PATH: process.env.PATH } });
       expect([result.status, result.stdout, result.stderr]).toEqual([1, '', line]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('a later release of the same major is needed by its minor version, and got from that major', () => {
+    const dir = installNeeding(`${major}.${minor + 1}.0`);
+    try {
+      const result = spawnSync(process.execPath, [path.join(dir, 'dist/cli.js'), 'serve'], { encoding: 'utf8', env: { PATH: process.env.PATH } });
+      expect([result.status, result.stdout, result.stderr]).toEqual([
+        1,
+        '',
+        `acquirer-gateway: Node.js ${major}.${minor + 1}.0 or later is needed, and this is ${process.versions.node}: install it with \`npm install -g node@${major}\` (or \`nvm install ${major}\`), then run this again\n`,
+      ]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('a release at or past the version needed runs', () => {
+    const dir = installNeeding(`${major}.${minor}.0`);
+    try {
+      const result = spawnSync(process.execPath, [path.join(dir, 'dist/cli.js'), '--version'], { encoding: 'utf8', env: { PATH: process.env.PATH } });
+      expect([result.status, result.stderr]).toEqual([0, '']);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
