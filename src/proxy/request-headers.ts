@@ -2,8 +2,12 @@ import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
 import { connectionTokens, FORWARDED_REQUEST_HEADERS } from '../net/header-names.js';
 import { holdsKey, holdsSecret } from '../secrets/redact.js';
 
-/** Forwarded headers that hold the upstream's own validators (entity tags, dates), sent back to it. */
-const VALIDATOR_HEADERS: ReadonlySet<string> = new Set(['if-match', 'if-none-match', 'if-range']);
+/**
+ * Forwarded headers whose values are tokens often random by design: the upstream's own validators
+ * (entity tags, dates) sent back to it, and a write's idempotency key (32 random bytes in base64url
+ * are a common choice). Dropping one silently would cost a retried write its protection.
+ */
+const TOKEN_HEADERS: ReadonlySet<string> = new Set(['if-match', 'if-none-match', 'if-range', 'idempotency-key']);
 
 /**
  * A W3C Trace Context `traceparent` of version 00: hex ids, neither all zeros (an invalid one, which
@@ -29,9 +33,8 @@ export function buildUpstreamHeaders(
     if (!FORWARDED_REQUEST_HEADERS.has(name) || nominated.has(name)) continue;
     const value = incoming[name];
     // A key (or its random part) pasted into another header never travels where Authorization does not.
-    // A validator is the upstream's own entity tag sent back, and a base64url digest (43 characters in
-    // mixed case) is shaped like a random part alone: there, only a whole key or a URL's password.
-    if (typeof value === 'string' && (VALIDATOR_HEADERS.has(name) ? holdsSecret(value) : holdsKey(value))) continue;
+    // In a token header a random part alone is the token's own shape: there, only a whole key or a URL's password.
+    if (typeof value === 'string' && (TOKEN_HEADERS.has(name) ? holdsSecret(value) : holdsKey(value))) continue;
     if (name === 'traceparent' && !TRACEPARENT.test(value as string)) continue;
     outgoing[name] = value;
   }

@@ -118,6 +118,15 @@ describe('buildUpstreamHeaders', () => {
     expect(buildUpstreamHeaders({ 'if-none-match': `"${key}"`, 'if-match': 'redis://u:pw@h' }, 'x-acquirer-id', 'acq_1', 'req-1')).toEqual({ 'x-acquirer-id': 'acq_1', 'x-request-id': 'req-1' });
   });
 
+  it('an Idempotency-Key passes however random it looks (32 bytes in base64url), but never a whole key', () => {
+    const token = 'q3Zt1V8yXkP0bWc9RrLmN2aHdJ6sUeF4oTgYiQ7xK5E'; // 32 random bytes in base64url, shaped like a key's random part
+    for (const value of [token, `order-2026-11-28-${token}`, '0e6b4c52-2a0a-4f59-9b0e-5d3c3c9f3a11']) {
+      expect(buildUpstreamHeaders({ 'idempotency-key': value }, 'x-acquirer-id', 'acq_1', 'req-1')).toEqual({ 'idempotency-key': value, 'x-acquirer-id': 'acq_1', 'x-request-id': 'req-1' });
+    }
+    const key = `acquirer_key_${'Ab1'.repeat(15)}`;
+    expect(buildUpstreamHeaders({ 'idempotency-key': key }, 'x-acquirer-id', 'acq_1', 'req-1')).toEqual({ 'x-acquirer-id': 'acq_1', 'x-request-id': 'req-1' });
+  });
+
   it('a listed header the client names in Connection is hop-by-hop: not passed', () => {
     expect(buildUpstreamHeaders({ connection: 'range', range: 'bytes=0-9', accept: '*/*' }, 'x-acquirer-id', 'acq_1', 'req-1')).toEqual({
       accept: '*/*',
