@@ -107,7 +107,7 @@ export const ERROR_CODES = {
   BAD_REQUEST: {
     status: 400,
     reason: 'bad_request',
-    description: 'The request cannot be judged safely (duplicate Authorization, a body on a route that takes none), or Node\'s HTTP parser rejected it.',
+    description: 'The request cannot be judged safely (duplicate Authorization, a body on a route that takes none, a transfer coding other than chunked), or Node\'s HTTP parser rejected it.',
   },
   QUERY_NOT_ALLOWED: {
     status: 400,

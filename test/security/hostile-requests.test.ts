@@ -235,6 +235,9 @@ const GROUPS: Record<string, HostileCase[]> = {
     { name: 'a chunked JSON body, forwarded with its length', request: (k) => post(USERS, `5\r\n{"a":\r\n2\r\n1}\r\n0\r\n\r\n`, auth(k.acq1), 'Content-Type: application/json', 'Transfer-Encoding: chunked'), ...created('{"a":1}') },
     { name: 'a JSON body with Expect: 100-continue sent at once', request: (k) => post(USERS, USER, auth(k.acq1), ...json(USER), 'Expect: 100-continue'), ...created(USER) },
     { name: 'Content-Length and Transfer-Encoding on a POST', request: (k) => post(USERS, '0\r\n\r\n', auth(k.acq1), 'Content-Type: application/json', 'Content-Length: 5', 'Transfer-Encoding: chunked'), ...refused(400) },
+    // Node undoes the chunking only: the bytes left are gzip's, not the JSON the gateway would check.
+    { name: 'Transfer-Encoding: gzip, chunked on a POST', request: (k) => post(USERS, `2\r\n{}\r\n0\r\n\r\n`, auth(k.acq1), 'Content-Type: application/json', 'Transfer-Encoding: gzip, chunked'), ...refused(400) },
+    { name: 'Transfer-Encoding given twice as chunked on a POST', request: (k) => post(USERS, `2\r\n{}\r\n0\r\n\r\n`, auth(k.acq1), 'Content-Type: application/json', 'Transfer-Encoding: chunked', 'Transfer-Encoding: chunked'), ...refused(400) },
     { name: 'two Content-Length values on a POST', request: (k) => post(USERS, USER, auth(k.acq1), 'Content-Type: application/json', 'Content-Length: 2', `Content-Length: ${USER.length}`), ...refused(400) },
     // What follows is the next request, judged on its own (here without a key: 401, never forwarded).
     { name: 'a body after Content-Length: 0, read as a request of its own', request: (k) => post(USERS, `POST ${USERS} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}`, auth(k.acq1), 'Content-Type: application/json', 'Content-Length: 0'), ...refused(400) },

@@ -14,7 +14,8 @@ import type { BodyRule } from '../../policy/compile.js';
 
 /**
  * Refuses a request whose head shows its body cannot be taken: a media type the route does not take
- * (or none, or two Content-Type lines), a declared length over the limit. Nothing is read yet.
+ * (or none, or two Content-Type lines), a transfer coding other than chunked alone, a declared length
+ * over the limit. Nothing is read yet.
  */
 export function judgeBodyHead(req: Request, rule: BodyRule): void {
   let contentTypes = 0;
@@ -22,6 +23,10 @@ export function judgeBodyHead(req: Request, rule: BodyRule): void {
   const header = req.headers['content-type'];
   const mediaType = contentTypes === 1 && header !== undefined ? utf8MediaType(header) : null;
   if (mediaType === null || !rule.contentTypes.has(mediaType)) throw new GatewayError('UNSUPPORTED_MEDIA_TYPE');
+  // Node undoes chunked framing only: a body also gzip-coded (`gzip, chunked`) would be checked, and
+  // sent upstream, as bytes that are not what the client meant.
+  const coding = req.headers['transfer-encoding'];
+  if (coding !== undefined && coding.trim().toLowerCase() !== 'chunked') throw new GatewayError('BAD_REQUEST');
   const length = req.headers['content-length'];
   if (length !== undefined && Number(length) > rule.maxBytes) throw new GatewayError('PAYLOAD_TOO_LARGE');
 }
