@@ -37,8 +37,9 @@ const LITERALS: ReadonlyMap<number, Uint8Array> = new Map(['true', 'false', 'nul
 
 /**
  * null when `body` is exactly one JSON value, strictly by RFC 8259, within `rules`; otherwise the
- * first problem met reading from the start, and its byte offset. Deep input is walked with an
- * explicit stack, so it never overflows the call stack; names are decoded only to be compared.
+ * first problem met reading from the start, and its byte offset (a member naming the tenant only when
+ * nothing else is wrong). Deep input is walked with an explicit stack, so it never overflows the call
+ * stack; names are decoded only to be compared.
  *
  * @example
  * checkJsonBody(Buffer.from('{"amount":1}'), { maxDepth: DEFAULT_MAX_DEPTH, tenantFields: new Set(['acquirer_id']) }); // null
@@ -73,6 +74,8 @@ class BodyScan {
   private plain = true;
   private problem: JsonBodyProblem = 'syntax';
   private offset = 0;
+  /** Where the first member naming the tenant starts, or -1: refused only once the rest is well formed. */
+  private tenantAt = -1;
 
   constructor(bytes: Uint8Array, rules: JsonBodyRules) {
     this.bytes = bytes;
@@ -105,7 +108,7 @@ class BodyScan {
       // A value ended at i: close the containers it ends, then find where the next value is due.
       for (;;) {
         i = skipSpace(b, i, n);
-        if (this.depth === 0) return i === n ? null : { problem: 'syntax', offset: i };
+        if (this.depth === 0) return i !== n ? { problem: 'syntax', offset: i } : this.tenantAt < 0 ? null : { problem: 'tenant_field', offset: this.tenantAt };
         const object = this.objects[this.depth];
         if (i < n && b[i] === COMMA) {
           i = skipSpace(b, i + 1, n);
@@ -139,7 +142,7 @@ class BodyScan {
   /** A name of ASCII bytes and no escape, between `start` and `end`, compared without decoding it. */
   private plainName(start: number, end: number): JsonBodyProblem | null {
     const b = this.bytes;
-    for (const field of this.rules.tenantFields) if (isAsciiLowerCase(b, start, end, field)) return 'tenant_field';
+    for (const field of this.rules.tenantFields) if (isAsciiLowerCase(b, start, end, field)) this.namesTenant(start - 1);
     const decoded = this.decoded[this.depth];
     if (decoded) return addName(decoded, this.slice(start, end));
     const hash = hashBytes(b, start, end);
@@ -163,7 +166,7 @@ class BodyScan {
   /** A name with an escape or a non-ASCII character: its literal (quotes included) at `start`..`end`, unescaped by JSON.parse. */
   private escapedName(start: number, end: number): JsonBodyProblem | null {
     const name = JSON.parse(this.text.toString('utf8', start, end)) as string;
-    if (this.rules.tenantFields.has(name.toLowerCase())) return 'tenant_field';
+    if (this.rules.tenantFields.has(name.toLowerCase())) this.namesTenant(start);
     return addName(this.decoded[this.depth] ?? this.decodeNames(), name);
   }
 
@@ -237,6 +240,11 @@ class BodyScan {
     }
     this.plain = plain;
     return i + 1;
+  }
+
+  /** A member at `offset` names the tenant: what else is wrong with the body is found first (a malformed body is that). */
+  private namesTenant(offset: number): void {
+    if (this.tenantAt < 0) this.tenantAt = offset;
   }
 
   private fail(problem: JsonBodyProblem, offset: number): -1 {

@@ -149,7 +149,12 @@ describe('checkJsonBody refuses', () => {
     ['a tenant field spelt wholly with escapes', '{"\\u0054\\u0065\\u006E\\u0061\\u006e\\u0074":1}', 'tenant_field', 1],
     ['a tenant field at depth 3', '{"a":{"b":{"acquirer_id":1}}}', 'tenant_field', 11],
     ['a tenant field in nested arrays', '[[{"x":[{"acquirer_id":1}]}]]', 'tenant_field', 9],
-    ['a tenant field that is also a duplicate', '{"a":1,"acquirer_id":1,"acquirer_id":2}', 'tenant_field', 7],
+    // A tenant field is reported only when nothing else is wrong: a malformed body is that, whatever it names.
+    ['a tenant field that is also a duplicate', '{"a":1,"acquirer_id":1,"acquirer_id":2}', 'duplicate_name', 23],
+    ['a tenant field before a duplicate', '{"acquirer_id":1,"a":1,"a":2}', 'duplicate_name', 23],
+    ['a tenant field in a body cut short', '{"acquirer_id":1,', 'syntax', 17],
+    ['a tenant field before too much depth', '{"acquirer_id":1,"a":' + '['.repeat(32) + ']'.repeat(32) + '}', 'too_deep', 52],
+    ['the first of two tenant fields', '{"a":{"tenant":1},"acquirer_id":2}', 'tenant_field', 6],
     ['33 nested arrays', '['.repeat(33) + ']'.repeat(33), 'too_deep', 32],
     ['33 nested objects', '{"a":'.repeat(33) + '1' + '}'.repeat(33), 'too_deep', 160],
     ['60,000 open brackets', '['.repeat(60_000), 'too_deep', 32],
@@ -241,6 +246,7 @@ describe('property: what JSON.stringify writes', () => {
 function reference(text: string, rules: JsonBodyRules): JsonBodyProblem | null {
   const tokens = [...text.matchAll(/"(?:[^"\\]|\\.)*"|[{}[\]:]/g)].map((m) => m[0]);
   const open: (Set<string> | null)[] = [];
+  let tenant = false;
   for (const [k, token] of tokens.entries()) {
     if (token === '{' || token === '[') {
       open.push(token === '{' ? new Set() : null);
@@ -248,13 +254,14 @@ function reference(text: string, rules: JsonBodyRules): JsonBodyProblem | null {
     } else if (token === '}' || token === ']') open.pop();
     else if (tokens[k + 1] === ':') {
       const name = JSON.parse(token) as string;
-      if (rules.tenantFields.has(name.toLowerCase())) return 'tenant_field';
+      tenant ||= rules.tenantFields.has(name.toLowerCase());
       const names = open.at(-1)!;
       if (names.has(name)) return 'duplicate_name';
       names.add(name);
     }
   }
-  return null;
+  // A tenant field only when nothing else is wrong: a malformed body is that, whatever it names.
+  return tenant ? 'tenant_field' : null;
 }
 
 /** Half a surrogate pair, alone in a string: no character at all. */
