@@ -24,6 +24,8 @@ declare global {
       errorCode?: ErrorCode;
       /** The request body, read whole and checked (routes that declare one). */
       body?: Buffer;
+      /** The size of the body read whole, whether its check then passed or refused it. */
+      bodyBytes?: number;
       /** The upstream exchange in progress, once the request is forwarded. */
       upstream?: import('../proxy/exchange.js').Exchange;
       /** Set when the upstream's status was replaced by a gateway error. */
@@ -54,6 +56,7 @@ export function createRequestLocals(policy: CompiledPolicy, requestId: string, s
     route: undefined,
     errorCode: undefined,
     body: undefined,
+    bodyBytes: undefined,
     upstream: undefined,
     upstreamStatus: undefined,
     rateLimitHeaders: undefined,

@@ -53,7 +53,7 @@ export function createRequestObserver({ policy, metrics, logger, trustedProxies,
       if (code === 'RATE_LIMITED') metrics.rateLimited.inc({ route });
       metrics.requestDuration.observe({ route }, seconds);
       const definition = code === undefined ? undefined : ERROR_CODES[code];
-      if (locals.body !== undefined) metrics.requestBodyBytes.observe({ route }, locals.body.length);
+      if (locals.bodyBytes !== undefined) metrics.requestBodyBytes.observe({ route }, locals.bodyBytes);
       if (locals.upstreamMs !== undefined) metrics.upstreamDuration.observe({ route }, locals.upstreamMs / 1000);
       if (locals.upstreamErrorKind !== undefined) metrics.upstreamErrors.inc({ kind: locals.upstreamErrorKind });
       if (locals.upstreamStatus !== undefined) {
@@ -82,7 +82,7 @@ export function createRequestObserver({ policy, metrics, logger, trustedProxies,
         locals.upstreamStatus ?? null,
         res.writableFinished,
       );
-      writeAuditLine(logger, { requestId: locals.requestId, method: req.method, path, route: routeId, status, keyId, acquirerId, client, bodyBytes: locals.body?.length ?? null });
+      writeAuditLine(logger, { requestId: locals.requestId, method: req.method, path, route: routeId, status, keyId, acquirerId, client, bodyBytes: locals.bodyBytes ?? null });
       if (shadow !== undefined) judgeInShadow(shadow, req.method, req.url, locals, logger);
     });
     next();

@@ -86,7 +86,7 @@ export interface AuditFields {
   readonly keyId: string | null;
   readonly acquirerId: string | null;
   readonly client: string | null;
-  /** The size of the body read and checked; null when none was. */
+  /** The size of the body read whole and checked, passed or refused by the check; null when none was. */
   readonly bodyBytes: number | null;
 }
 

@@ -272,6 +272,13 @@ describe('what operators see', () => {
     const refused = await rawPost(`Content-Type: application/json\r\nContent-Length: 2\r\nExpect: something-else\r\n\r\n{}`);
     const edgeAudit = await waitFor(() => gateway.logLines.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.event === 'audit' && l.request_id === refused.headers['x-request-id']));
     expect(edgeAudit).toMatchObject({ method: 'POST', path: USERS('m1'), route: null, status: 400, key_id: null, body_bytes: null });
+    // Read whole, then refused by its check: the size read is audited, and never the body.
+    const tenant = '{"name":"Eve","acquirer_id":"acq_2"}';
+    const named = await post(USERS('m1'), tenant, JSON_HEADERS());
+    expect([named.status, named.body.toString()]).toEqual([400, '{"message":"Bad request"}']);
+    const namedAudit = await waitFor(() => gateway.logLines.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.event === 'audit' && l.request_id === named.headers['x-request-id']));
+    expect(namedAudit).toMatchObject({ route: 'merchant_users_create', status: 400, acquirer_id: 'acq_1', body_bytes: Buffer.byteLength(tenant) });
+    expect(gateway.logLines.join('\n')).not.toContain('"Eve"');
     const metrics = (await request(gateway.adminUrl, '/metrics')).body.toString();
     expect(metrics).toMatch(/^acquirer_gateway_request_body_bytes_count\{route="merchant_users_create"\} [1-9]/m);
     for (const reason of ['payload_too_large', 'unsupported_media_type', 'malformed_body', 'tenant_field', 'request_timeout']) {

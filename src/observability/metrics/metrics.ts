@@ -99,7 +99,7 @@ function requestMetrics(registers: Registry[]) {
     }),
     requestBodyBytes: new Histogram({
       name: `${PREFIX}request_body_bytes`,
-      help: 'Size of each request body read and checked, by route (routes that take one).',
+      help: 'Size of each request body read whole and checked (passed or refused by the check), by route (routes that take one).',
       labelNames: ['route'],
       buckets: BODY_BUCKETS,
       registers,

@@ -16,6 +16,7 @@ export function createRequestBody(): RequestHandler {
     if (rule === undefined) return next();
     if (req.httpVersionMinor === 1 && CONTINUE.test(req.headers.expect ?? '')) res.writeContinue();
     readBody(req, res, rule.maxBytes).then((body) => {
+      res.locals.bodyBytes = body.length;
       const refusal = bodyRefusal(body, res.locals.policy.tenantFields);
       if (refusal !== null) return next(new GatewayError(refusal));
       res.locals.body = body;
