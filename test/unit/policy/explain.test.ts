@@ -67,6 +67,12 @@ describe('the verdict', () => {
     expect(explanation.verdict).toEqual({ kind: 'forwarded', method: 'GET', target: '/v1/audit_logs?created_at%5Bgte%5D=2026-11-01&items=5', header: { name: 'x-acquirer-id', value: 'acq_7' } });
   });
 
+  it("the transactions CSV takes the list's query, its page and items too", () => {
+    const target = '/v1/transactions.csv?page=2&items=100&status%5B%5D=captured&sort%5Bdir%5D=desc';
+    const explanation = explain('GET', target, { acquirer_id: 'acq_7', permissions: ['orders_read'] });
+    expect(explanation.verdict).toEqual({ kind: 'forwarded', method: 'GET', target, header: { name: 'x-acquirer-id', value: 'acq_7' } });
+  });
+
   it.each([
     ['a disabled key', 'GET', '/v1/acquirer/eod_statements', { disabled_at: '2026-01-02T03:04:05.000Z' }, undefined, 'API_KEY_DISABLED', 401, /^key_\w+ \(acquirer acq_1\) was disabled at 2026-01-02T03:04:05.000Z$/],
     ['an address outside the whitelist', 'GET', '/v1/acquirer/eod_statements', { allowed_ips: ['203.0.113.0/24'] }, '198.51.100.7', 'IP_NOT_ALLOWED', 401, /^198\.51\.100\.7 is outside the key's whitelist \(203\.0\.113\.0\/24\)$/],
