@@ -97,7 +97,7 @@ curl -s ${base}/v1/acquirer/api_keys/permissions -H 'Authorization: Bearer ${bet
 curl -si ${base}/v1/acquirer/eod_statements/${alphaStatement.id}.csv -H 'Authorization: Bearer ${beta}'
 
 # acq_alpha creates a user of its merchant ${ALPHA_MERCHANT} (201); the new user's id is kept in USER_ID
-NEW_USER=$(curl -s -X POST ${users} -H 'Authorization: Bearer ${alpha}' -H 'Content-Type: application/json' -d '{"name":"Ada Lovelace","email":"ada@example.com"}'); echo "$NEW_USER"; USER_ID=$(echo "$NEW_USER" | sed -n 's/.*"id":"\\([0-9a-f-]*\\)".*/\\1/p')
+NEW_USER=$(curl -s -w '\\nHTTP %{http_code}' -X POST ${users} -H 'Authorization: Bearer ${alpha}' -H 'Content-Type: application/json' -d '{"name":"Ada Lovelace","email":"ada@example.com"}'); echo "$NEW_USER"; USER_ID=$(echo "$NEW_USER" | sed -n 's/.*"id":"\\([0-9a-f-]*\\)".*/\\1/p')
 
 # acq_beta asks for that user: 404, exactly as if it did not exist
 curl -si ${users}/$USER_ID -H 'Authorization: Bearer ${beta}'

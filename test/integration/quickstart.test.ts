@@ -72,7 +72,9 @@ it('prints commands that answer, pasted into bash, as their comments say', async
   expect(results[2]).toBe(results[1]);
   expect(JSON.parse(results[3]!).permissions).toHaveLength(21);
   expect(answer(results[4]!)).toEqual({ status: 404, body: '{"message":"Not found"}' });
-  const created = JSON.parse(results[5]!);
+  const [createdBody, createdStatus] = results[5]!.trim().split('\n');
+  expect(createdStatus).toBe('HTTP 201');
+  const created = JSON.parse(createdBody!);
   expect(created).toMatchObject({ merchant_id: 'acq_alpha_m1', name: 'Ada Lovelace', status: 'invited' });
   expect(answer(results[6]!)).toEqual({ status: 404, body: '{"message":"Not found"}' });
   expect(answer(results[7]!)).toEqual({ status: 400, body: '{"message":"Bad request"}' });
