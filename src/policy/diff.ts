@@ -42,47 +42,51 @@ export function diffPolicies(oldPolicy: CompiledPolicy, newPolicy: CompiledPolic
     if (lines.length === 0) return;
     out.push(`### ${title}`, '', ...lines, '');
   };
-
   const oldRoutes = new Map(oldPolicy.routes.map((r) => [routeKey(r), r]));
   const newRoutes = new Map(newPolicy.routes.map((r) => [routeKey(r), r]));
-
-  section(
-    'Routes added (new access)',
-    newPolicy.routes.filter((r) => !oldRoutes.has(routeKey(r))).map((r) => `- ⚠️ ${describeRoute(r)}`),
-  );
-  section(
-    'Routes removed',
-    oldPolicy.routes.filter((r) => !newRoutes.has(routeKey(r))).map((r) => `- ${describeRoute(r)}`),
-  );
-
-  const changed: string[] = [];
-  for (const route of newPolicy.routes) {
+  section('Routes added (new access)', newPolicy.routes.filter((r) => !oldRoutes.has(routeKey(r))).map((r) => `- ⚠️ ${describeRoute(r)}`));
+  section('Routes removed', oldPolicy.routes.filter((r) => !newRoutes.has(routeKey(r))).map((r) => `- ${describeRoute(r)}`));
+  section('Routes changed', newPolicy.routes.flatMap((route) => {
     const before = oldRoutes.get(routeKey(route));
-    if (before === undefined) continue;
-    const added = route.permissions.filter((p) => !before.permissions.includes(p));
-    const removed = before.permissions.filter((p) => !route.permissions.includes(p));
-    const notes: string[] = [];
-    if (removed.length > 0) notes.push(`**removed ${list(removed)}: loosens access**`);
-    if (added.length > 0) notes.push(`added ${list(added)} (tightens access)`);
-    if (before.id !== route.id) notes.push(`renamed ${code(before.id)} → ${code(route.id)} (metrics and logs change)`);
-    if (before.serve !== route.serve) notes.push(route.serve ? 'now served by the gateway' : '⚠️ now proxied to the upstream');
-    const types = (r: CompiledRoute) => new Map(r.template.segments.flatMap((seg) => (seg.kind === 'param' ? [[seg.name, seg.type] as const] : [])));
-    const beforeTypes = types(before);
-    for (const [name, type] of types(route)) {
-      const was = beforeTypes.get(name);
-      if (was === undefined || was.text === type.text) continue;
-      if (valueTakesAllOf(was, type)) notes.push(`parameter :${name} is now ${code(type.text)} (was ${code(was.text)}; narrower)`);
-      else notes.push(`⚠️ parameter :${name} is now ${code(type.text)} (was ${code(was.text)}): review what it lets through`);
-    }
-    const queryNote = queryChange(before.query, route.query);
-    if (queryNote !== null) notes.push(queryNote);
-    notes.push(...bodyChanges(before.body, route.body));
-    const rateNote = rateChange(before.rateLimit, route.rateLimit);
-    if (rateNote !== null) notes.push(rateNote);
-    if (notes.length > 0) changed.push(`- ${code(routeKey(route))}: ${notes.join('; ')}`);
-  }
-  section('Routes changed', changed);
+    const notes = before === undefined ? [] : routeChanges(before, route);
+    return notes.length === 0 ? [] : [`- ${code(routeKey(route))}: ${notes.join('; ')}`];
+  }));
+  section('Permission catalogue', catalogueChanges(oldPolicy, newPolicy));
+  section('Tenant fields', [
+    ...[...oldPolicy.tenantFields].filter((name) => !newPolicy.tenantFields.has(name)).map((name) => `- **removed tenant field ${code(name)}: a body may now name the tenant so, loosens access**`),
+    ...[...newPolicy.tenantFields].filter((name) => !oldPolicy.tenantFields.has(name)).map((name) => `- added tenant field ${code(name)} (tightens)`),
+  ]);
+  section('Upstream', upstreamChanges(oldPolicy, newPolicy));
+  if (out.length === 2) out.push('No changes that affect access, routing or the upstream.', '');
+  return out.join('\n');
+}
 
+/** What changed on one route kept at its method and path, each note flagged as it loosens or tightens. */
+function routeChanges(before: CompiledRoute, route: CompiledRoute): string[] {
+  const added = route.permissions.filter((p) => !before.permissions.includes(p));
+  const removed = before.permissions.filter((p) => !route.permissions.includes(p));
+  const notes: string[] = [];
+  if (removed.length > 0) notes.push(`**removed ${list(removed)}: loosens access**`);
+  if (added.length > 0) notes.push(`added ${list(added)} (tightens access)`);
+  if (before.id !== route.id) notes.push(`renamed ${code(before.id)} → ${code(route.id)} (metrics and logs change)`);
+  if (before.serve !== route.serve) notes.push(route.serve ? 'now served by the gateway' : '⚠️ now proxied to the upstream');
+  const types = (r: CompiledRoute) => new Map(r.template.segments.flatMap((seg) => (seg.kind === 'param' ? [[seg.name, seg.type] as const] : [])));
+  const beforeTypes = types(before);
+  for (const [name, type] of types(route)) {
+    const was = beforeTypes.get(name);
+    if (was === undefined || was.text === type.text) continue;
+    if (valueTakesAllOf(was, type)) notes.push(`parameter :${name} is now ${code(type.text)} (was ${code(was.text)}; narrower)`);
+    else notes.push(`⚠️ parameter :${name} is now ${code(type.text)} (was ${code(was.text)}): review what it lets through`);
+  }
+  const queryNote = queryChange(before.query, route.query);
+  if (queryNote !== null) notes.push(queryNote);
+  notes.push(...bodyChanges(before.body, route.body));
+  const rateNote = rateChange(before.rateLimit, route.rateLimit);
+  if (rateNote !== null) notes.push(rateNote);
+  return notes;
+}
+
+function catalogueChanges(oldPolicy: CompiledPolicy, newPolicy: CompiledPolicy): string[] {
   const oldCatalogue = new Map(oldPolicy.permissions.map((p) => [p.name, p.description]));
   const newCatalogue = new Map(newPolicy.permissions.map((p) => [p.name, p.description]));
   const catalogue: string[] = [];
@@ -94,14 +98,10 @@ export function diffPolicies(oldPolicy: CompiledPolicy, newPolicy: CompiledPolic
   for (const name of oldCatalogue.keys()) {
     if (!newCatalogue.has(name)) catalogue.push(`- removed ${code(name)} (keys that carry it keep it, but it grants nothing)`);
   }
-  section('Permission catalogue', catalogue);
+  return catalogue;
+}
 
-  const tenant = [
-    ...[...oldPolicy.tenantFields].filter((name) => !newPolicy.tenantFields.has(name)).map((name) => `- **removed tenant field ${code(name)}: a body may now name the tenant so, loosens access**`),
-    ...[...newPolicy.tenantFields].filter((name) => !oldPolicy.tenantFields.has(name)).map((name) => `- added tenant field ${code(name)} (tightens)`),
-  ];
-  section('Tenant fields', tenant);
-
+function upstreamChanges(oldPolicy: CompiledPolicy, newPolicy: CompiledPolicy): string[] {
   const upstream: string[] = [];
   if (oldPolicy.acquirerHeader !== newPolicy.acquirerHeader) {
     upstream.push(`- ⚠️ acquirer header ${code(oldPolicy.acquirerHeader)} → ${code(newPolicy.acquirerHeader)} (the upstream must read the new one)`);
@@ -116,10 +116,7 @@ export function diffPolicies(oldPolicy: CompiledPolicy, newPolicy: CompiledPolic
     const line = `an upstream ${status} is answered ${after} (was ${before})`;
     upstream.push(after === EXPLAINED ? `- **${line}: loosens what reaches clients**` : `- ${line}`);
   }
-  section('Upstream', upstream);
-
-  if (out.length === 2) out.push('No changes that affect access, routing or the upstream.', '');
-  return out.join('\n');
+  return upstream;
 }
 
 /**
