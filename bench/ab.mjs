@@ -1,15 +1,18 @@
 // Two or more gateways that differ only in node options or environment, against the floor, in one run: the JSON
-// list (50 connections unless told), rounds interleaved (upstream, floor, A, B, …, upstream, floor, A, B, …), so that what this VM
+// list (or with --write the POST of 1 KiB JSON of `npm run bench`'s write scenario; 50 connections unless told), rounds interleaved (upstream, floor, A, B, …, upstream, floor, A, B, …), so that what this VM
 // does meanwhile falls on every variant alike. For a question like "does a larger young generation
 // pay?", where a full `npm run bench` per variant would compare runs minutes apart.
 // Usage (after `npm run build`):
-//   node bench/ab.mjs [--rounds=6] [--seconds=5] [--connections=50] 'A=' 'B=--max-semi-space-size=16' …
+//   node bench/ab.mjs [--rounds=6] [--seconds=5] [--connections=50] [--write] 'A=' 'B=--max-semi-space-size=16' …
 // Each variant is NAME=OPTIONS: space-separated node options, added after the shebang's (as
 // BENCH_GATEWAY_NODE_ARGS is), and environment settings for that gateway alone, as VAR=value words
 // ('L=LOG_LEVEL=warn' runs one without access lines). Prints, per target, the medians over rounds of requests/s, CPU per
 // request (all threads, and the main thread alone: the one whose time bounds requests/s), the
 // collector's pauses per request (gateways only, from their /metrics), p50 and p99 (and each over
 // the upstream's: what the gateway adds to a request's latency).
+import { rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { drive } from './lib/load.mjs';
 import { cpuSeconds, gatewayCli, gcPauseSeconds, mainThreadCpuSeconds, startGateway, startRedis, startScript, stopAll } from './lib/services.mjs';
 
@@ -18,6 +21,7 @@ const option = (name, fallback) => Number(args.find((a) => a.startsWith(`--${nam
 const rounds = option('rounds', 6);
 const seconds = option('seconds', 5);
 const connections = option('connections', 50);
+const write = args.includes('--write');
 const variants = args.filter((a) => !a.startsWith('--')).map((a) => {
   const at = a.indexOf('=');
   const words = a.slice(at + 1).split(' ').filter(Boolean);
@@ -26,16 +30,25 @@ const variants = args.filter((a) => !a.startsWith('--')).map((a) => {
   return { name: a.slice(0, at), spec: a.slice(at + 1), nodeArgs: words.filter((w) => !isEnv(w)).join(' '), env };
 });
 if (variants.length === 0 || variants.some((v) => v.name === '') || !(rounds > 0 && seconds > 0 && connections > 0)) {
-  console.error("usage: node bench/ab.mjs [--rounds=6] [--seconds=5] [--connections=50] 'A=' 'B=--max-semi-space-size=16' …");
+  console.error("usage: node bench/ab.mjs [--rounds=6] [--seconds=5] [--connections=50] [--write] 'A=' 'B=--max-semi-space-size=16' …");
   process.exit(2);
 }
 
 const LIST = '/v1/acquirer/eod_statements';
+/** As run.mjs's write scenario: a merchant user create with a body of exactly 1,024 bytes. */
+const WRITE = '/v1/acquirer/merchants/m_bench/users';
+const bodyFile = path.join(os.tmpdir(), `acquirer-gateway-ab-${process.pid}.json`);
+if (write) {
+  const body = { name: 'Ada Lovelace', email: 'ada@example.com', permissions: ['orders_read', '3ds_read'], description: '' };
+  body.description = 'x'.repeat(1024 - Buffer.byteLength(JSON.stringify(body)));
+  writeFileSync(bodyFile, JSON.stringify(body));
+}
+const [PATH, request] = write ? [WRITE, { method: 'POST', bodyFile }] : [LIST, {}];
 const origin = await startScript('origin.mjs', String(1024 * 1024));
 const redis = await startRedis();
 const gwEnv = { REDIS_URL: redis.url, REDIS_KEY_PREFIX: 'bench:', UPSTREAM_URL: origin.url };
-const { key } = await gatewayCli(gwEnv, 'keys', 'create', '--acquirer', 'acq_bench', '--permissions', 'eod_list,eod_read');
-const headers = { authorization: `Bearer ${key}` };
+const { key } = await gatewayCli(gwEnv, 'keys', 'create', '--acquirer', 'acq_bench', '--permissions', 'eod_list,eod_read,merchant_users_create');
+const headers = { authorization: `Bearer ${key}`, ...(write ? { 'content-type': 'application/json' } : {}) };
 
 const floor = await startScript('floor.mjs', origin.url);
 const targets = [
@@ -47,7 +60,7 @@ for (const v of variants) {
   const g = await startGateway({ ...gwEnv, ...v.env });
   targets.push({ name: v.name, url: g.url, pid: g.child.pid, adminUrl: g.adminUrl });
 }
-for (const t of targets) await drive({ url: `${t.url}${LIST}`, headers, connections: 50, durationS: 5 });
+for (const t of targets) await drive({ url: `${t.url}${PATH}`, headers, ...request, connections: 50, durationS: 5 });
 
 const samples = new Map(targets.map((t) => [t.name, []]));
 for (let r = 1; r <= rounds; r++) {
@@ -56,7 +69,7 @@ for (let r = 1; r <= rounds; r++) {
     const before = cpuSeconds(t.pid);
     const mainBefore = mainThreadCpuSeconds(t.pid);
     const gcBefore = t.adminUrl === undefined ? NaN : await gcPauseSeconds(t.adminUrl);
-    const s = await drive({ url: `${t.url}${LIST}`, headers, connections, durationS: seconds });
+    const s = await drive({ url: `${t.url}${PATH}`, headers, ...request, connections, durationS: seconds });
     if (s.failures > 0) throw new Error(`${t.name}: ${s.failures} failed requests`);
     const perRequestUs = (spent) => (spent / s.requests) * 1e6;
     const cpuUs = perRequestUs(cpuSeconds(t.pid) - before);
@@ -67,6 +80,7 @@ for (let r = 1; r <= rounds; r++) {
   }
 }
 stopAll();
+rmSync(bodyFile, { force: true });
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const medians = (name) => Object.fromEntries(['rps', 'cpuUs', 'mainUs', 'gcUs', 'p50', 'p99'].map((k) => [k, median(samples.get(name).map((s) => s[k]))]));
@@ -81,7 +95,7 @@ const paired = (name) => median(samples.get(name).map((s, i) => s.rps / samples.
 const u = medians('upstream');
 const ms = (x) => x.toFixed(3);
 const over = (x) => `${x >= 0 ? '+' : ''}${x.toFixed(3)}`;
-console.log(`JSON list, ${connections} connection(s), ${rounds} interleaved rounds of ${seconds} s (medians)\n`);
+console.log(`${write ? 'POST of 1 KiB JSON' : 'JSON list'}, ${connections} connection(s), ${rounds} interleaved rounds of ${seconds} s (medians)\n`);
 console.log('| target | options | requests/s | × floor | × floor, paired | CPU µs/request | × floor | main thread µs/request | × floor | collector pauses µs/request | p50 ms (over upstream) | p99 ms (over upstream) |\n|---|---|---|---|---|---|---|---|---|---|---|---|');
 for (const t of targets) {
   const m = medians(t.name);

@@ -4,7 +4,8 @@
 // collector works through, so this finds collector time that a CPU profile only shows as a total.
 // Usage (after `npm run build`):
 //   node bench/alloc.mjs [seconds=8] [rows=30]
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+// `BENCH_PROFILE_REQUEST=write` samples the benchmark's write instead (a POST of 1 KiB of JSON).
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -15,6 +16,12 @@ const [seconds = '8', rowsArg = '30'] = process.argv.slice(2);
 const LIST = '/v1/acquirer/eod_statements';
 const HOOK = fileURLToPath(new URL('./lib/heap-sampling.mjs', import.meta.url));
 const dir = mkdtempSync(path.join(os.tmpdir(), 'bench-alloc-'));
+const WRITES = process.env.BENCH_PROFILE_REQUEST === 'write';
+const bodyFile = path.join(dir, 'body.json');
+writeFileSync(bodyFile, JSON.stringify({ name: 'Ada Lovelace', email: 'ada@example.com', description: 'x'.repeat(960) }));
+/** The request sampled: the JSON list, or the write (bench/run.mjs's `write` scenario). */
+const request = WRITES ? { path: '/v1/acquirer/merchants/m_bench/users', method: 'POST', bodyFile, type: { 'content-type': 'application/json' } } : { path: LIST, type: {} };
+const load = (url, durationS) => drive({ url: `${url}${request.path}`, headers: { ...headers, ...request.type }, method: request.method, bodyFile: request.bodyFile, connections: 50, durationS });
 
 /** Bytes allocated by function (name and file:line), summed over the sampled profile's tree. */
 function allocations(file) {
@@ -32,9 +39,9 @@ function allocations(file) {
 
 /** Warms the target up, samples `seconds` of load, and returns requests served while sampling. */
 async function sampled(name, url, pid, out) {
-  await drive({ url: `${url}${LIST}`, headers, connections: 50, durationS: 5 });
+  await load(url, 5);
   process.kill(pid, 'SIGUSR2');
-  const result = await drive({ url: `${url}${LIST}`, headers, connections: 50, durationS: Number(seconds) });
+  const result = await load(url, Number(seconds));
   process.kill(pid, 'SIGUSR2');
   await waitFor(async () => existsSync(out), `${name}'s heap profile`);
   console.error(`alloc: ${name}: ${result.requests} requests, ${Math.round(result.rps)} requests/s`);
@@ -44,7 +51,7 @@ async function sampled(name, url, pid, out) {
 const origin = await startScript('origin.mjs', String(1024 * 1024));
 const redis = await startRedis();
 const gwEnv = { REDIS_URL: redis.url, REDIS_KEY_PREFIX: 'bench:', UPSTREAM_URL: origin.url };
-const { key } = await gatewayCli(gwEnv, 'keys', 'create', '--acquirer', 'acq_bench', '--permissions', 'eod_list,eod_read');
+const { key } = await gatewayCli(gwEnv, 'keys', 'create', '--acquirer', 'acq_bench', '--permissions', 'eod_list,eod_read,merchant_users_create');
 const headers = { authorization: `Bearer ${key}` };
 
 process.env.HEAP_SAMPLING_OUT = path.join(dir, 'floor.heapprofile');
