@@ -69,8 +69,7 @@ export function writeAccessLine(
     upstream_status: upstreamStatus,
     completed,
   };
-  if (status >= 500 || completed === false) logger.warn(line, 'request');
-  else logger.info(line, 'request');
+  logger.flat(status >= 500 || completed === false ? 'warn' : 'info', line, 'request');
 }
 
 /** Methods that only read: every other request writes an audit line besides its access line. */
@@ -97,7 +96,7 @@ export interface AuditFields {
  */
 export function writeAuditLine(logger: Logger, fields: AuditFields): void {
   if (fields.method === undefined || READS.has(fields.method)) return;
-  logger.event('audit', {
+  logger.flatEvent('audit', {
     request_id: fields.requestId,
     method: fields.method,
     path: fields.path,

@@ -2,12 +2,25 @@ import { fstatSync } from 'node:fs';
 import { pino, stdSerializers, type Logger as PinoLogger } from 'pino';
 import { LOG_EVENTS, type LogEvent, type LogLevel } from './log-events.js';
 import { LogWriter, PIPE_BUF } from './log-writer.js';
+import { flatFields, jsonString, type FlatRecord } from './flat-fields.js';
 import { redactSecrets } from '../../secrets/redact.js';
+
+export type { FlatRecord };
 
 export interface Logger extends Pick<PinoLogger, 'info' | 'warn' | 'error' | 'debug' | 'fatal' | 'flush'> {
   /** The line of a known event (log-events.ts), at its level, with `event` first among `fields`. */
   readonly event: (name: LogEvent, fields?: Readonly<Record<string, unknown>>) => void;
+  /**
+   * The line `event(name, record)` writes, byte for byte but for the time, serialised in one pass
+   * (flat-fields.ts) instead of pino's walk: for the lines written per request.
+   */
+  readonly flatEvent: (name: LogEvent, record: FlatRecord) => void;
+  /** The line `info(record, msg)` or `warn(record, msg)` writes, serialised as flatEvent's is. */
+  readonly flat: (level: 'info' | 'warn', record: FlatRecord, msg: string) => void;
 }
+
+/** pino's numbers for its levels. */
+const LEVEL_VALUES: Readonly<Record<LogLevel, number>> = { info: 30, warn: 40, error: 50, fatal: 60 };
 
 /** Fields that could carry a secret whatever its shape, in any case: replaced whole, at any depth. */
 // Tested, not lower-cased: that made a string per field and line. `u` folds as toLowerCase did (K, the Kelvin sign).
@@ -187,7 +200,27 @@ export function createLogger(
     const { level, msg } = LOG_EVENTS[name];
     logger[eventLevels[name] ?? level]({ event: name, ...fields }, msg);
   };
-  return Object.assign(logger, { event });
+  // pino's own order: level, time, the base fields, the record's, msg.
+  const baseFields = JSON.stringify(scrub(base)).slice(1, -1);
+  const afterTime = baseFields === '' ? '' : `,${baseFields}`;
+  // Read once per level change, not per line: pino's logger is a hash table to V8, and each look at it costs.
+  let lowest = logger.levelVal;
+  logger.on('level-change', () => (lowest = logger.levelVal));
+  const writeFlat = (levelValue: number, fields: string, msg: string): void => {
+    if (levelValue < lowest) return;
+    sink.write(`{"level":${levelValue},"time":${Date.now()}${afterTime}${fields === '' ? '' : `,${fields}`},"msg":${jsonString(redactSecrets(msg))}}\n`);
+  };
+  const flat = (level: 'info' | 'warn', record: FlatRecord, msg: string): void => {
+    if (LEVEL_VALUES[level] >= lowest) writeFlat(LEVEL_VALUES[level], flatFields(record, SECRET_FIELD, CENSORED), msg);
+  };
+  const flatEvent = (name: LogEvent, record: FlatRecord): void => {
+    const { level, msg } = LOG_EVENTS[name];
+    const value = LEVEL_VALUES[eventLevels[name] ?? level];
+    if (value < lowest) return;
+    const fields = flatFields(record, SECRET_FIELD, CENSORED);
+    writeFlat(value, fields === '' ? `"event":${jsonString(name)}` : `"event":${jsonString(name)},${fields}`, msg);
+  };
+  return Object.assign(logger, { event, flatEvent, flat });
 }
 
 /** For tests and tools that must stay quiet. */

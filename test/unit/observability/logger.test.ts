@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { Writable } from 'node:stream';
 import { createLogger } from '../../../src/observability/logger/logger.js';
 import { clientRequestId, loggedPath, writeAccessLine } from '../../../src/observability/access-line.js';
@@ -185,11 +186,91 @@ describe('errors from libraries', () => {
   });
 });
 
-describe('the access log\'s records', () => {
+describe('flat records (the access and audit lines)', () => {
+  const record = { request_id: 'r1', method: 'GET', path: '/v1/acquirer/eod_statements', status: 200, completed: true, code: null, upstream_ms: 0.5 };
+  const withoutTime = (line: string) => line.replace(/"time":\d+,/, '');
+
+  it('are the same line info() and warn() write, but for the time', () => {
+    const { lines, stream } = capture();
+    const logger = createLogger('info', stream, { pid: 4242 });
+    logger.info(record, 'request');
+    logger.flat('info', record, 'request');
+    logger.warn(record, 'request');
+    logger.flat('warn', record, 'request');
+    expect(lines).toHaveLength(4);
+    expect(withoutTime(lines[1]!)).toBe(withoutTime(lines[0]!));
+    expect(withoutTime(lines[3]!)).toBe(withoutTime(lines[2]!));
+    expect(JSON.parse(lines[1]!)).toMatchObject({ level: 30, service: 'acquirer-gateway', pid: 4242, ...record, msg: 'request' });
+    expect(JSON.parse(lines[3]!).level).toBe(40);
+    expect(Math.abs(JSON.parse(lines[1]!).time - Date.now())).toBeLessThan(60_000);
+  });
+
+  it("are, as an event, the line event() writes, at the event's level or the one the logger was given for it", () => {
+    const { lines, stream } = capture();
+    const audit = { request_id: 'r1', method: 'POST', path: '/v1/x', route: null, status: 201, key_id: 'key_1', acquirer_id: 'acq_1', client: '127.0.0.1', body_bytes: 44 };
+    createLogger('info', stream).event('audit', audit);
+    createLogger('info', stream).flatEvent('audit', audit);
+    createLogger('info', stream, {}, { eventLevels: { audit: 'warn' } }).event('audit', audit);
+    createLogger('info', stream, {}, { eventLevels: { audit: 'warn' } }).flatEvent('audit', audit);
+    createLogger('warn', stream).flatEvent('audit', audit);
+    expect(lines).toHaveLength(4);
+    expect(withoutTime(lines[1]!)).toBe(withoutTime(lines[0]!));
+    expect(withoutTime(lines[3]!)).toBe(withoutTime(lines[2]!));
+    expect(JSON.parse(lines[1]!)).toMatchObject({ level: 30, event: 'audit', ...audit });
+    expect(JSON.parse(lines[3]!).level).toBe(40);
+  });
+
+  it('are, for any record of one level, the line info() writes, byte for byte but for the time', () => {
+    // Names lean towards secret ones in other cases; strings towards what JSON escapes and keys.
+    const name = fc.oneof(fc.constantFrom('key', 'KEY', 'Authorization', '\u212Aey', 'path', 'a"b', 'x\ny', '0', '12'), fc.string({ maxLength: 8 }));
+    const text = fc.oneof(
+      fc.string({ maxLength: 30 }),
+      fc.constantFrom(KEY, `/v1/x?k=${KEY}`, 'say "hi"\n', 'back\\slash', '\u0000\u001f\u007f', 'é€😀', 'redis://u:pw@h', 'acquirer%5Fkey_abcdefgh'),
+    );
+    // Whole thousandths (the access line's milliseconds) are printed from integers: at every size and sign.
+    const thousandths = fc.integer({ min: -(2 ** 32), max: 2 ** 32 }).map((k) => k / 1000);
+    const value = fc.oneof(text, fc.double(), fc.integer(), thousandths, fc.boolean(), fc.constant(null), fc.constant(undefined));
+    fc.assert(
+      fc.property(fc.dictionary(name, value, { maxKeys: 8 }), fc.oneof(fc.constant('request'), text), (record, msg) => {
+        const { lines, stream } = capture();
+        const logger = createLogger('info', stream);
+        logger.info(record, msg);
+        logger.flat('info', record, msg);
+        expect(lines).toHaveLength(2);
+        expect(withoutTime(lines[1]!)).toBe(withoutTime(lines[0]!));
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('escape a lone surrogate, which pino writes raw (and UTF-8 then replaces)', () => {
+    const { lines, stream } = capture();
+    createLogger('info', stream).flat('info', { note: 'a\ud800b' }, 'request');
+    expect(lines[0]).toContain('"note":"a\\ud800b"');
+    expect(JSON.parse(lines[0]!).note).toBe('a\ud800b');
+  });
+
+  it("are left out below the logger's level, also once the level is changed", () => {
+    const { lines, stream } = capture();
+    const logger = createLogger('warn', stream);
+    logger.flat('info', record, 'request');
+    logger.flat('warn', record, 'request');
+    expect(lines.map((l) => JSON.parse(l).level)).toEqual([40]);
+    // The gateway never changes it (its Logger type has no level); pino itself allows it.
+    const pinoLevel = logger as unknown as { level: string };
+    pinoLevel.level = 'info';
+    logger.flat('info', record, 'request');
+    pinoLevel.level = 'error';
+    logger.flat('info', record, 'request');
+    logger.flat('warn', record, 'request');
+    logger.flatEvent('audit', record);
+    expect(lines.map((l) => JSON.parse(l).level)).toEqual([40, 30]);
+  });
+
   it('are redacted like any other record', () => {
     const { lines, stream } = capture();
     const logger = createLogger('info', stream);
-    logger.info({ path: `/v1/x?api_key=${KEY}`, key: 'opaque-secret', note: 'say "hi"\n' }, `msg ${KEY}`);
+    logger.flat('info', { path: `/v1/x?api_key=${KEY}`, key: 'opaque-secret', note: 'say "hi"\n' }, `msg ${KEY}`);
     expect(lines[0]).not.toContain('S'.repeat(20));
     expect(lines[0]).not.toContain('opaque-secret');
     expect(JSON.parse(lines[0]!)).toMatchObject({ path: '/v1/x?api_key=acquirer_key_[redacted]', key: '[redacted]', note: 'say "hi"\n', msg: 'msg acquirer_key_[redacted]' });
@@ -210,7 +291,7 @@ describe('the access log\'s records', () => {
       `/v1/x?k=ACQUIRER_KEY_${body}`, // the prefix in upper case
       `AcQuIrEr_kEy_${body}`, // in mixed case, at the very start
     ];
-    for (const path of paths) logger.info({ path }, 'request');
+    for (const path of paths) logger.flat('info', { path }, 'request');
     expect(lines).toHaveLength(paths.length);
     for (const line of lines) {
       expect(line).not.toContain(body.slice(10, 30));
