@@ -5,7 +5,7 @@ import type { Logger } from '../observability/logger/logger.js';
 import type { IpAllowlist } from '../net/ip-allowlist.js';
 import type { GatewayMetrics } from '../observability/metrics/metrics.js';
 import { createRequestObserver } from './request-observer.js';
-import { createPipeline } from './pipeline.js';
+import { createPipeline, inOrder } from './pipeline.js';
 import { createShadowObserver } from './shadow-observer.js';
 import type { CompiledPolicy } from '../policy/compile.js';
 import type { UpstreamProxy } from '../proxy/create-proxy.js';
@@ -40,10 +40,9 @@ export function createApp(deps: AppDeps): Express {
   app.set('query parser', false);
 
   const steps = createPipeline({ ...deps, proxy: deps.proxy.forward });
-  // Each step is a layer of Express's router: a runner of their own measured no faster (docs/performance.md).
   const { shadowPolicy } = deps;
   const shadow = shadowPolicy === undefined ? undefined : createShadowObserver({ shadow: shadowPolicy, metrics: deps.metrics, logger: deps.logger });
-  app.use(createRequestObserver({ ...deps, shadow }), ...steps);
+  app.use(inOrder([createRequestObserver({ ...deps, shadow }), ...steps]));
   app.use(createErrorHandler(deps.logger));
   return app;
 }

@@ -2,7 +2,7 @@ import { MemoryKeyStore } from '../../../src/keys/memory-key-store.js';
 import { KeyResolver } from '../../../src/keys/key-resolver.js';
 import express, { type ErrorRequestHandler, type RequestHandler } from 'express';
 import request from 'supertest';
-import { createPipeline, failClosed } from '../../../src/app/pipeline.js';
+import { createPipeline, inOrder } from '../../../src/app/pipeline.js';
 
 describe('the pipeline', () => {
   it('runs the steps in the order the API defines', () => {
@@ -11,23 +11,73 @@ describe('the pipeline', () => {
   });
 });
 
-describe('a step that throws what is not an Error', () => {
-  it.each([[undefined], [null], [0], ['route'], ['router']])('(%j) stops the request with an error: the next step never runs', async (thrown) => {
+/** An app running `steps` in order, then a step that records it ran and answers 200; errors answer 500 with their text. */
+function appOf(ran: string[], ...steps: RequestHandler[]) {
+  const app = express();
+  app.use(
+    inOrder([
+      ...steps,
+      function last(_req, res) {
+        ran.push('last');
+        res.end();
+      },
+    ]),
+  );
+  app.use(((err, _req, res, _next) => res.status(500).send(String(err))) as ErrorRequestHandler);
+  return app;
+}
+
+describe('steps in order', () => {
+  it('run one after the other, each when the one before calls next(), also later', async () => {
     const ran: string[] = [];
-    const app = express();
-    const throwsVerdict: RequestHandler = function throwsVerdict() {
-      ran.push('throwsVerdict');
-      throw thrown; // eslint-disable-line @typescript-eslint/only-throw-error -- the case under test
+    const first: RequestHandler = (_req, _res, next) => {
+      ran.push('first');
+      next();
     };
-    app.use(failClosed(throwsVerdict), () => ran.push('next step'));
-    app.use(((err, _req, res, _next) => res.status(500).send(String(err))) as ErrorRequestHandler);
-    const res = await request(app).get('/');
-    expect(res.status).toBe(500);
-    expect(res.text).toBe(`Error: throwsVerdict threw ${String(thrown)}`);
-    expect(ran).toEqual(['throwsVerdict']);
+    const later: RequestHandler = (_req, _res, next) => void setImmediate(() => (ran.push('later'), next()));
+    const res = await request(appOf(ran, first, later)).get('/');
+    expect(res.status).toBe(200);
+    expect(ran).toEqual(['first', 'later', 'last']);
   });
 
-  it('runs into the next step without the guard: what the guard is for', async () => {
+  it('stop at a step that answers without calling next', async () => {
+    const ran: string[] = [];
+    const answers: RequestHandler = (_req, res) => void res.status(404).end();
+    expect((await request(appOf(ran, answers)).get('/')).status).toBe(404);
+    expect(ran).toEqual([]);
+  });
+
+  it.each([[undefined], [null], [0], ['route'], ['router'], [new Error('refused')]])('a step that throws %j stops the request with an error: the next step never runs', async (thrown) => {
+    const ran: string[] = [];
+    const throwsVerdict: RequestHandler = function throwsVerdict() {
+      throw thrown; // eslint-disable-line @typescript-eslint/only-throw-error -- the case under test
+    };
+    const res = await request(appOf(ran, throwsVerdict)).get('/');
+    expect([res.status, res.text]).toEqual([500, thrown instanceof Error ? String(thrown) : `Error: throwsVerdict threw ${String(thrown)}`]);
+    expect(ran).toEqual([]);
+  });
+
+  it.each([[null], [0], [''], ['route'], ['router']])('a step that passes %j to next stops the request with an error', async (verdict) => {
+    const ran: string[] = [];
+    const passes: RequestHandler = function passes(_req, _res, next) {
+      next(verdict);
+    };
+    const res = await request(appOf(ran, passes)).get('/');
+    expect([res.status, res.text]).toEqual([500, `Error: passes passed ${String(verdict)} to next`]);
+    expect(ran).toEqual([]);
+  });
+
+  it('a step whose promise rejects stops the request with an error', async () => {
+    const ran: string[] = [];
+    const rejects = async function rejects(): Promise<void> {
+      throw undefined; // eslint-disable-line @typescript-eslint/only-throw-error -- the case under test
+    } as unknown as RequestHandler;
+    const res = await request(appOf(ran, rejects)).get('/');
+    expect([res.status, res.text]).toEqual([500, 'Error: rejects rejected with undefined']);
+    expect(ran).toEqual([]);
+  });
+
+  it("Express's own layers run into the next step on a falsy throw: what failing closed is for", async () => {
     const ran: string[] = [];
     const app = express();
     app.use(
