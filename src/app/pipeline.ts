@@ -46,28 +46,49 @@ export function createPipeline(deps: PipelineDeps): RequestHandler[] {
  * match, prefix trim and closures per layer cost a write about a tenth of its throughput
  * (docs/performance.md, "Written by hand where a library does the job"). Fails closed where Express
  * would carry on: anything a step throws, rejects with or passes to `next` (a falsy value, `'route'`,
- * `'router'` included) stops the request with an Error; only `next()` with nothing goes on.
+ * `'router'` included) stops the request with an Error, and once stopped no later `next()` runs
+ * another step. A step's `next()` moves on once; only `next()` with nothing goes on.
  */
 export function inOrder(steps: readonly RequestHandler[]): RequestHandler {
   return function pipeline(req, res, done: NextFunction) {
-    let index = 0;
-    const next = (verdict?: unknown): void => {
-      if (verdict !== undefined) return done(asError(verdict, `${steps[index - 1]!.name} passed ${String(verdict)} to next`));
-      const step = steps[index++];
-      if (step === undefined) return done();
+    let over = false;
+    const finish = (err?: Error): void => {
+      if (over) return;
+      over = true;
+      done(err);
+    };
+    const run = (index: number): void => {
+      if (over) return;
+      const step = steps[index];
+      if (step === undefined) return finish();
+      let passed = false;
+      const next = (verdict?: unknown): void => {
+        if (verdict !== undefined) return finish(asError(verdict, step, 'passed', 'to next'));
+        if (passed) return;
+        passed = true;
+        run(index + 1);
+      };
       try {
         const result: unknown = step(req, res, next);
-        if (isThenable(result)) result.then(undefined, (rejection: unknown) => done(asError(rejection, `${step.name} rejected with ${String(rejection)}`)));
+        if (isThenable(result)) result.then(undefined, (rejection: unknown) => finish(asError(rejection, step, 'rejected with', '')));
       } catch (thrown) {
-        done(asError(thrown, `${step.name} threw ${String(thrown)}`));
+        finish(asError(thrown, step, 'threw', ''));
       }
     };
-    next();
+    run(0);
   };
 }
 
-function asError(thrown: unknown, otherwise: string): Error {
-  return thrown instanceof Error ? thrown : new Error(otherwise);
+/** What a step failed with, as an Error: itself when it is one, else one that names the step and the value. */
+function asError(value: unknown, step: RequestHandler, how: string, where: string): Error {
+  if (value instanceof Error) return value;
+  let text: string;
+  try {
+    text = String(value);
+  } catch {
+    text = Object.prototype.toString.call(value); // no toString of its own, or one that throws
+  }
+  return new Error(`${step.name} ${how} ${text}${where === '' ? '' : ` ${where}`}`);
 }
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {

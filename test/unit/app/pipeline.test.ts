@@ -77,6 +77,87 @@ describe('steps in order', () => {
     expect(ran).toEqual([]);
   });
 
+  /** An app like appOf's whose error handler records that it ran, and a promise of the error it handled. */
+  function recording(ran: string[], ...steps: RequestHandler[]) {
+    const app = express();
+    app.use(
+      inOrder([
+        ...steps,
+        function last(_req, res) {
+          ran.push('last');
+          if (!res.headersSent) res.end();
+        },
+      ]),
+    );
+    app.use(((err, _req, res, _next) => {
+      ran.push('error handler');
+      res.status(500).send(String(err));
+    }) as ErrorRequestHandler);
+    return app;
+  }
+  const turn = () => new Promise((resolve) => setImmediate(resolve));
+
+  it.each<[string, (ran: string[]) => RequestHandler[]]>([
+    ['a step that calls next() after its error', () => [(_req, _res, next) => (next(new Error('refused')), void setImmediate(() => next()))]],
+    ['a step that throws after next(), while the next one waits', (ran) => [
+      (_req, _res, next) => {
+        next();
+        throw new Error('refused');
+      },
+      function waits(_req, _res, next) {
+        ran.push('waits');
+        setImmediate(() => next());
+      },
+    ]],
+    ['a step whose promise rejects after next(), while the next one waits', (ran) => [
+      async (_req, _res, next) => {
+        next();
+        throw new Error('refused');
+      },
+      function waits(_req, _res, next) {
+        ran.push('waits');
+        setImmediate(() => next());
+      },
+    ]],
+  ])('%s: no step runs after the error', async (_, steps) => {
+    const ran: string[] = [];
+    const res = await request(recording(ran, ...steps(ran))).get('/');
+    await turn();
+    await turn();
+    expect([res.status, res.text]).toEqual([500, 'Error: refused']);
+    expect(ran.filter((r) => r !== 'waits')).toEqual(['error handler']);
+  });
+
+  it('a second next() from one step does not skip the step after it', async () => {
+    const ran: string[] = [];
+    const twice: RequestHandler = (_req, _res, next) => {
+      next();
+      next();
+    };
+    const waits: RequestHandler = function waits(_req, _res, next) {
+      ran.push('waits');
+      setImmediate(() => (ran.push('waited'), next()));
+    };
+    expect((await request(recording(ran, twice, waits)).get('/')).status).toBe(200);
+    await turn();
+    expect(ran).toEqual(['waits', 'waited', 'last']);
+  });
+
+  it('a value with no toString of its own, or one that throws, is still an error that names it', async () => {
+    const ran: string[] = [];
+    const noProto = async function noProto(): Promise<void> {
+      throw Object.create(null); // eslint-disable-line @typescript-eslint/only-throw-error -- the case under test
+    } as unknown as RequestHandler;
+    const res = await request(appOf(ran, noProto)).get('/');
+    expect([res.status, res.text]).toEqual([500, 'Error: noProto rejected with [object Object]']);
+    const throwing: RequestHandler = function throwing(_req, _res, next) {
+      next({ toString: () => { throw new Error('no text'); } });
+    };
+    const again = await request(appOf(ran, throwing)).get('/');
+    expect([again.status, again.text]).toEqual([500, 'Error: throwing passed [object Object] to next']);
+    expect(ran).toEqual([]);
+  });
+
   it("Express's own layers run into the next step on a falsy throw: what failing closed is for", async () => {
     const ran: string[] = [];
     const app = express();
