@@ -4,7 +4,10 @@
 import { readFileSync } from 'node:fs';
 
 var engines = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).engines.node;
-var needed = /(\d+)\.(\d+)\.(\d+)/.exec(engines).slice(1).map(Number);
+// `>=24.12.0`, `>=24.12` or `>=24`: the parts not given are 0.
+var needed = (/(\d+)(?:\.(\d+))?(?:\.(\d+))?/.exec(engines) || []).slice(1, 4).map(function (part) {
+  return Number(part || 0);
+});
 var found = process.versions.node;
 var have = found.split('.').map(Number);
 var older = false;
