@@ -11,7 +11,10 @@ describe('the pipeline', () => {
   });
 });
 
-/** An app running `steps` in order, then a step that records it ran and answers 200; errors answer 500 with their text. */
+/**
+ * An app running `steps` in order, then a step that records it ran and answers 200; errors answer 500
+ * with their text, and the error handler records that it ran.
+ */
 function appOf(ran: string[], ...steps: RequestHandler[]) {
   const app = express();
   app.use(
@@ -19,11 +22,14 @@ function appOf(ran: string[], ...steps: RequestHandler[]) {
       ...steps,
       function last(_req, res) {
         ran.push('last');
-        res.end();
+        if (!res.headersSent) res.end();
       },
     ]),
   );
-  app.use(((err, _req, res, _next) => res.status(500).send(String(err))) as ErrorRequestHandler);
+  app.use(((err, _req, res, _next) => {
+    ran.push('error handler');
+    res.status(500).send(String(err));
+  }) as ErrorRequestHandler);
   return app;
 }
 
@@ -54,7 +60,7 @@ describe('steps in order', () => {
     };
     const res = await request(appOf(ran, throwsVerdict)).get('/');
     expect([res.status, res.text]).toEqual([500, thrown instanceof Error ? String(thrown) : `Error: throwsVerdict threw ${String(thrown)}`]);
-    expect(ran).toEqual([]);
+    expect(ran).toEqual(['error handler']);
   });
 
   it.each([[null], [0], [''], ['route'], ['router']])('a step that passes %j to next stops the request with an error', async (verdict) => {
@@ -64,7 +70,7 @@ describe('steps in order', () => {
     };
     const res = await request(appOf(ran, passes)).get('/');
     expect([res.status, res.text]).toEqual([500, `Error: passes passed ${String(verdict)} to next`]);
-    expect(ran).toEqual([]);
+    expect(ran).toEqual(['error handler']);
   });
 
   it('a step whose promise rejects stops the request with an error', async () => {
@@ -74,27 +80,9 @@ describe('steps in order', () => {
     } as unknown as RequestHandler;
     const res = await request(appOf(ran, rejects)).get('/');
     expect([res.status, res.text]).toEqual([500, 'Error: rejects rejected with undefined']);
-    expect(ran).toEqual([]);
+    expect(ran).toEqual(['error handler']);
   });
 
-  /** An app like appOf's whose error handler records that it ran, and a promise of the error it handled. */
-  function recording(ran: string[], ...steps: RequestHandler[]) {
-    const app = express();
-    app.use(
-      inOrder([
-        ...steps,
-        function last(_req, res) {
-          ran.push('last');
-          if (!res.headersSent) res.end();
-        },
-      ]),
-    );
-    app.use(((err, _req, res, _next) => {
-      ran.push('error handler');
-      res.status(500).send(String(err));
-    }) as ErrorRequestHandler);
-    return app;
-  }
   const turn = () => new Promise((resolve) => setImmediate(resolve));
 
   it.each<[string, (ran: string[]) => RequestHandler[]]>([
@@ -121,7 +109,7 @@ describe('steps in order', () => {
     ]],
   ])('%s: no step runs after the error', async (_, steps) => {
     const ran: string[] = [];
-    const res = await request(recording(ran, ...steps(ran))).get('/');
+    const res = await request(appOf(ran, ...steps(ran))).get('/');
     await turn();
     await turn();
     expect([res.status, res.text]).toEqual([500, 'Error: refused']);
@@ -138,7 +126,7 @@ describe('steps in order', () => {
       ran.push('waits');
       setImmediate(() => (ran.push('waited'), next()));
     };
-    expect((await request(recording(ran, twice, waits)).get('/')).status).toBe(200);
+    expect((await request(appOf(ran, twice, waits)).get('/')).status).toBe(200);
     await turn();
     expect(ran).toEqual(['waits', 'waited', 'last']);
   });
@@ -155,7 +143,7 @@ describe('steps in order', () => {
     };
     const again = await request(appOf(ran, throwing)).get('/');
     expect([again.status, again.text]).toEqual([500, 'Error: throwing passed [object Object] to next']);
-    expect(ran).toEqual([]);
+    expect(ran).toEqual(['error handler', 'error handler']);
   });
 
   it("Express's own layers run into the next step on a falsy throw: what failing closed is for", async () => {
