@@ -7,6 +7,11 @@
  */
 import { redactSecrets } from '../../secrets/redact.js';
 
+/** Fields that could carry a secret whatever its shape, in any case: replaced whole, at any depth. */
+// Tested, not lower-cased: that made a string per field and line. `u` folds as toLowerCase did (K, the Kelvin sign).
+export const SECRET_FIELD = /^(?:authorization|key)$/iu;
+export const CENSORED = '[redacted]';
+
 /** A record of one level: strings, numbers, booleans and nulls only, so it serialises in one step. */
 export type FlatRecord = Readonly<Record<string, string | number | boolean | null | undefined>>;
 
@@ -35,14 +40,14 @@ function jsonNumber(value: number): string {
   return `${thousandths < 0 ? '-' : ''}${Math.floor(size / 1000)}.${THOUSANDTHS[size % 1000]!}`;
 }
 
-/** A field name, quoted for JSON and checked against the logger's secret names once, not on every line. */
+/** A field name, quoted for JSON and checked against SECRET_FIELD once, not on every line. */
 type FieldName = { readonly quoted: string; readonly secret: boolean };
 const fieldNames = new Map<string, FieldName>();
 
-function fieldName(name: string, secret: RegExp): FieldName {
+function fieldName(name: string): FieldName {
   let known = fieldNames.get(name);
   if (known === undefined) {
-    known = { quoted: `${JSON.stringify(name)}:`, secret: secret.test(name) };
+    known = { quoted: `${JSON.stringify(name)}:`, secret: SECRET_FIELD.test(name) };
     // Names come from the code, a few dozen; the bound only guards against a caller that made them up.
     if (fieldNames.size < 256) fieldNames.set(name, known);
   }
@@ -51,18 +56,18 @@ function fieldName(name: string, secret: RegExp): FieldName {
 
 /**
  * `record` as the fields of a JSON object (no braces): what `JSON.stringify` of the logger's scrub of
- * it writes. Every string is redacted like any other; a field named as `secret` matches is censored
- * with `censored`; a number JSON cannot hold is null; an undefined field is left out.
+ * it writes. Every string is redacted like any other; a field SECRET_FIELD names is censored; a
+ * number JSON cannot hold is null; an undefined field is left out.
  */
-export function flatFields(record: FlatRecord, secret: RegExp, censored: string): string {
+export function flatFields(record: FlatRecord): string {
   let text = '';
   for (const name in record) {
     const value = record[name];
     if (value === undefined) continue;
-    const field = fieldName(name, secret);
+    const field = fieldName(name);
     let json: string;
     if (value === null) json = 'null';
-    else if (field.secret) json = jsonString(censored);
+    else if (field.secret) json = jsonString(CENSORED);
     else if (typeof value === 'string') json = jsonString(redactSecrets(value));
     else if (typeof value === 'number') json = jsonNumber(value);
     else json = value ? 'true' : 'false';

@@ -2,7 +2,7 @@ import { fstatSync } from 'node:fs';
 import { pino, stdSerializers, type Logger as PinoLogger } from 'pino';
 import { LOG_EVENTS, type LogEvent, type LogLevel } from './log-events.js';
 import { LogWriter, PIPE_BUF } from './log-writer.js';
-import { flatFields, jsonString, type FlatRecord } from './flat-fields.js';
+import { CENSORED, flatFields, jsonString, SECRET_FIELD, type FlatRecord } from './flat-fields.js';
 import { redactSecrets } from '../../secrets/redact.js';
 
 export type { FlatRecord };
@@ -22,10 +22,6 @@ export interface Logger extends Pick<PinoLogger, 'info' | 'warn' | 'error' | 'de
 /** pino's numbers for its levels. */
 const LEVEL_VALUES: Readonly<Record<LogLevel, number>> = { info: 30, warn: 40, error: 50, fatal: 60 };
 
-/** Fields that could carry a secret whatever its shape, in any case: replaced whole, at any depth. */
-// Tested, not lower-cased: that made a string per field and line. `u` folds as toLowerCase did (K, the Kelvin sign).
-const SECRET_FIELD = /^(?:authorization|key)$/iu;
-const CENSORED = '[redacted]';
 
 /** Objects nested deeper than this are not walked (a cycle would never end), and so not written either. */
 const MAX_SCRUB_DEPTH = 8;
@@ -211,13 +207,13 @@ export function createLogger(
     sink.write(`{"level":${levelValue},"time":${Date.now()}${afterTime}${fields === '' ? '' : `,${fields}`},"msg":${jsonString(redactSecrets(msg))}}\n`);
   };
   const flat = (level: 'info' | 'warn', record: FlatRecord, msg: string): void => {
-    if (LEVEL_VALUES[level] >= lowest) writeFlat(LEVEL_VALUES[level], flatFields(record, SECRET_FIELD, CENSORED), msg);
+    if (LEVEL_VALUES[level] >= lowest) writeFlat(LEVEL_VALUES[level], flatFields(record), msg);
   };
   const flatEvent = (name: LogEvent, record: FlatRecord): void => {
     const { level, msg } = LOG_EVENTS[name];
     const value = LEVEL_VALUES[eventLevels[name] ?? level];
     if (value < lowest) return;
-    const fields = flatFields(record, SECRET_FIELD, CENSORED);
+    const fields = flatFields(record);
     writeFlat(value, fields === '' ? `"event":${jsonString(name)}` : `"event":${jsonString(name)},${fields}`, msg);
   };
   return Object.assign(logger, { event, flatEvent, flat });
