@@ -11,6 +11,8 @@ export interface TestRedis {
   readonly prefix: string;
   /** A client for assertions (commandstats, raw values). */
   readonly client: Redis;
+  /** Whether this file started the server (and so may change its settings and users). */
+  readonly owned: boolean;
   stop(): Promise<void>;
 }
 
@@ -85,6 +87,7 @@ export async function startTestRedis(): Promise<TestRedis> {
     url,
     prefix,
     client,
+    owned: owned !== undefined,
     async stop() {
       if (owned === undefined) {
         // Shared Redis: remove only what this file created, never flush.
