@@ -103,3 +103,8 @@ export async function startTestRedis(): Promise<TestRedis> {
     },
   };
 }
+
+/** Waits until `count` clients are subscribed to the change notices under `redis.prefix`: before a change is published, or a test proves nothing. */
+export async function waitForSubscribers(redis: TestRedis, count: number): Promise<void> {
+  await waitFor(async () => (await redis.client.pubsub('NUMSUB', `${redis.prefix}events`))[1] === count, { what: `${count} subscriber(s) to the change notices` });
+}

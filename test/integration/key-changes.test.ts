@@ -1,6 +1,6 @@
 import { createKey, runCli, startServe, type ServeProcess } from '../helpers/cli.js';
 import { bearer, request } from '../helpers/http.js';
-import { startTestRedis, type TestRedis } from '../helpers/redis.js';
+import { startTestRedis, type TestRedis, waitForSubscribers } from '../helpers/redis.js';
 import { startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
 import { waitFor } from '../helpers/wait.js';
 import { stopAll } from '../helpers/stop-all.js';
@@ -25,7 +25,7 @@ beforeAll(async () => {
   env = { REDIS_URL: redis.url, REDIS_KEY_PREFIX: redis.prefix };
   gateways = await Promise.all([1, 2].map(() => startServe({ ...env, UPSTREAM_URL: upstream.url })));
   // Both must be subscribed before a change is published, or the test proves nothing.
-  await waitFor(async () => (await redis.client.pubsub('NUMSUB', `${redis.prefix}events`))[1] === 2, { what: 'both gateways subscribed' });
+  await waitForSubscribers(redis, 2);
 }, 30_000);
 
 afterAll(() =>

@@ -3,7 +3,7 @@ import { pepperedHash } from '../../src/keys/key-hash.js';
 import { REHASH_SCRIPT } from '../../src/keys/rehash.js';
 import { createKey, runCli, startServe, type CliResult, type ServeProcess } from '../helpers/cli.js';
 import { bearer, request } from '../helpers/http.js';
-import { startTestRedis, type TestRedis } from '../helpers/redis.js';
+import { startTestRedis, type TestRedis, waitForSubscribers } from '../helpers/redis.js';
 import { stopAll } from '../helpers/stop-all.js';
 import { startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
 import { waitFor } from '../helpers/wait.js';
@@ -32,7 +32,7 @@ beforeAll(async () => {
   env = { REDIS_URL: redis.url, REDIS_KEY_PREFIX: redis.prefix };
   pepperEnv = { ...env, KEY_HASH_PEPPER: PEPPER };
   [peppered, plain] = await Promise.all([startServe({ ...pepperEnv, UPSTREAM_URL: upstream.url }), startServe({ ...env, UPSTREAM_URL: upstream.url })]);
-  await waitFor(async () => (await redis.client.pubsub('NUMSUB', `${redis.prefix}events`))[1] === 2, { what: 'both gateways subscribed' });
+  await waitForSubscribers(redis, 2);
 }, 30_000);
 
 afterAll(() =>

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { createKey, runCli, startServe, type ServeProcess } from '../helpers/cli.js';
 import { bearer, request } from '../helpers/http.js';
 import { rateLimitedPolicyText } from '../helpers/policy.js';
-import { startTestRedis, type TestRedis } from '../helpers/redis.js';
+import { startTestRedis, type TestRedis, waitForSubscribers } from '../helpers/redis.js';
 import { stopAll } from '../helpers/stop-all.js';
 import { tempDir } from '../helpers/temp-dir.js';
 import { emptyStatementList, startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
@@ -53,7 +53,7 @@ beforeAll(async () => {
     await startServe({ ...gateway, RATE_LIMIT_STORE: 'redis', RATE_LIMIT_FAIL: 'closed' }),
     await startServe({ ...gateway, RATE_LIMIT_STORE: 'local' }),
   );
-  await waitFor(async () => (await redis.client.pubsub('NUMSUB', `${redis.prefix}events`))[1] === 2, { what: 'both gateways subscribed' });
+  await waitForSubscribers(redis, 2);
 }, 30_000);
 
 afterAll(() =>

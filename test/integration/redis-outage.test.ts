@@ -1,7 +1,7 @@
 import http from 'node:http';
 import { createKey, runCli, startServe, type ServeProcess } from '../helpers/cli.js';
 import { request } from '../helpers/http.js';
-import { startTestRedis, type TestRedis } from '../helpers/redis.js';
+import { startTestRedis, type TestRedis, waitForSubscribers } from '../helpers/redis.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 import { startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
 import { waitFor } from '../helpers/wait.js';
@@ -33,7 +33,7 @@ beforeAll(async () => {
     KEY_OUTAGE_GRACE_MS: String(GRACE_MS),
     REDIS_COMMAND_TIMEOUT_MS: '300',
   });
-  await waitFor(async () => (await redis.client.pubsub('NUMSUB', `${redis.prefix}events`))[1] === 1, { what: 'gateway subscribed' });
+  await waitForSubscribers(redis, 1);
 }, 30_000);
 
 afterAll(() =>
